@@ -1,0 +1,81 @@
+// CASSI operator family: algorithms only (schedules live in schedules/cassi_*.cpp).
+//
+// Layout (Halide dimension order, innermost first; NumPy shapes reversed):
+//   cube x(w, h, c, b)        NumPy (B, C, H, W)
+//   mask m(w, h, c)           NumPy (C, H, W); a shared (H, W) mask is passed with a c-stride of 0
+//   measurement y(w', h', b)  NumPy (B, H', W'): the dispersion axis grows by (C - 1) * |S|
+// Band c is displaced by o_c = c * S - min(0, (C - 1) * S) >= 0 along the dispersion axis
+// (axis 0 = width, 1 = height), so a negative step shifts bands the other way.
+#pragma once
+
+#include "Halide.h"
+#include "generators/common.h"
+
+namespace hpipe::alg {
+
+struct CassiGeometry {
+  Halide::Expr width, height, bands;  // of the cube
+  Halide::Expr step;                  // S, signed
+  Halide::Expr axis;                  // 0 = width, 1 = height
+
+  Halide::Expr offset(const Halide::Expr &c) const;
+  Halide::Expr shift_w(const Halide::Expr &c) const;  // displacement of band c along width
+  Halide::Expr shift_h(const Halide::Expr &c) const;  // ... along height
+  Halide::Expr measurement_width() const;
+  Halide::Expr measurement_height() const;
+};
+
+// Each op returns its output and the intermediate Funcs a schedule may place.
+struct CassiForward {
+  Halide::Func sum;  // sum_c (m * x)(w' - sw(c), h' - sh(c), c, b), zero outside the band image
+  Halide::Func y;    // = sum; separate so a schedule can accumulate in registers
+  Halide::RDom bands;
+};
+CassiForward cassi_forward(Halide::Func x, Halide::Func mask, const CassiGeometry &g);
+
+struct CassiAdjoint {
+  Halide::Func x;  // x(w, h, c, b) = m(w, h, c) * y(w + sw(c), h + sh(c), b)
+};
+CassiAdjoint cassi_adjoint(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
+
+struct CassiPhi {
+  Halide::Func phi_sum;  // sum_c m(w' - sw(c), h' - sh(c), c)^2
+  Halide::Func phi;      // phi_sum with 0 replaced by 1
+  Halide::RDom bands;
+};
+CassiPhi cassi_phi(Halide::Func mask, const CassiGeometry &g);
+
+struct CassiPinv {
+  CassiPhi phi;
+  Halide::Func normalized;  // y / phi
+  Halide::Func x;           // adjoint of normalized
+};
+CassiPinv cassi_pinv(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
+
+struct CassiPinvAlpha {
+  Halide::Func normalized;    // y / alpha, alpha = number of bands covering the column
+  Halide::Func mask_inverse;  // 1 / m, and 0 where m == 0 (nothing was measured there)
+  Halide::Func x;             // crop of normalized times mask_inverse
+};
+CassiPinvAlpha cassi_pinv_alpha(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
+
+struct CassiShift {
+  Halide::Func out;  // shift: out(w', h', c, b) = x(w' - sw(c), h' - sh(c), c, b), zero outside
+};
+CassiShift cassi_shift(Halide::Func x, const CassiGeometry &g);
+CassiShift cassi_shift_back(Halide::Func x, const CassiGeometry &g);  // crop: in(w + sw(c), ...)
+
+// Estimates: the W4 workload of shared/workloads.md, (B, C, H, W) = (16, 28, 256, 256), S = 2.
+struct CassiEstimates {
+  int batch = 16, bands = 28, height = 256, width = 256, step = 2, axis = 0;
+  int measurement_width() const { return width + (bands - 1) * step; }
+  Halide::Region cube() const { return {{0, width}, {0, height}, {0, bands}, {0, batch}}; }
+  Halide::Region mask() const { return {{0, width}, {0, height}, {0, bands}}; }
+  Halide::Region measurement() const { return {{0, measurement_width()}, {0, height}, {0, batch}}; }
+  Halide::Region shifted_cube() const {
+    return {{0, measurement_width()}, {0, height}, {0, bands}, {0, batch}};
+  }
+  Halide::Region phi() const { return {{0, measurement_width()}, {0, height}}; }
+};
+
+}  // namespace hpipe::alg

@@ -1,0 +1,34 @@
+// Where kernels run, and the knobs that apply to every call.
+#pragma once
+
+#include <string>
+
+namespace hpipe {
+
+enum class Device {
+  cpu,
+  cuda,
+  automatic,  // CUDA when a usable GPU is present (or any argument is in CUDA memory), else CPU
+};
+
+struct Options {
+  Device device = Device::automatic;
+  // CUDA stream (a CUstream) to run on; nullptr is the context's default stream. hpipe runs in
+  // the calling thread's current CUDA context when it has one (e.g. the CUDA runtime's primary
+  // context that PyTorch and cudaMalloc use), else in device 0's primary context.
+  void *cuda_stream = nullptr;
+};
+
+// Whether CUDA kernels can run here: hpipe was built with CUDA, libcuda loads, and a device
+// exists. Never aborts on a machine without a driver; the answer is computed once.
+bool cuda_available();
+// Why cuda_available() is false ("" when it is true).
+std::string cuda_unavailable_reason();
+
+// Worker threads of the CPU kernels (default: the number of cores, or HL_NUM_THREADS).
+void set_num_threads(int threads);
+int num_threads();
+
+const char *to_string(Device device);
+
+}  // namespace hpipe

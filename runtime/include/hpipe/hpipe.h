@@ -1,0 +1,7 @@
+// hpipe: Halide kernels for spectral imaging and batched tensor math.
+#pragma once
+
+#include "hpipe/cassi.h"
+#include "hpipe/device.h"
+#include "hpipe/error.h"
+#include "hpipe/view.h"

@@ -1,0 +1,194 @@
+#include "call.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "cuda_support.h"
+
+namespace hpipe::detail {
+
+namespace {
+
+thread_local std::string stray_error;  // a Halide error raised without our user_context
+
+extern "C" void collect_halide_error(void *user_context, const char *message) {
+  std::string &sink = user_context ? static_cast<CallContext *>(user_context)->error : stray_error;
+  if (!sink.empty()) sink += "; ";
+  sink += message;
+  while (!sink.empty() && (sink.back() == '\n' || sink.back() == ' ')) sink.pop_back();
+}
+
+void install_error_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] { halide_set_error_handler(collect_halide_error); });
+}
+
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+}  // namespace
+
+struct Call::Buffer {
+  std::string name;
+  bool is_output = false;
+  Memory memory = Memory::host;
+  halide_type_t type;
+  char *data = nullptr;
+  std::vector<halide_dimension_t> dims;  // Halide order: innermost first
+  Halide::Runtime::Buffer<void> caller;  // over the caller's memory
+  Halide::Runtime::Buffer<void> dense;   // dense host copy, when the innermost stride is not 1
+  bool on_device = false;                // kernel buffer may hold a device allocation or wrap
+  bool released = false;
+
+  halide_buffer_t *kernel_buffer() { return dense.data() ? dense.raw_buffer() : caller.raw_buffer(); }
+
+  // [first, last) bytes the view can touch.
+  std::pair<std::uintptr_t, std::uintptr_t> byte_range() const {
+    std::int64_t lo = 0, hi = 0;
+    for (const auto &d : dims) {
+      const std::int64_t span = std::int64_t(d.extent - 1) * d.stride;
+      lo += std::min<std::int64_t>(0, span);
+      hi += std::max<std::int64_t>(0, span);
+    }
+    const auto base = reinterpret_cast<std::uintptr_t>(data);
+    return {base + lo * type.bytes(), base + (hi + 1) * type.bytes()};
+  }
+};
+
+Call::Call(std::string op, const Options &options) : op_(std::move(op)), options_(options) {
+  install_error_handler();
+  context_.cuda_stream = options.cuda_stream;
+}
+
+Call::~Call() {
+  for (auto &b : buffers_) {
+    if (b.released || !b.on_device) continue;
+    release_device(&context_, b.kernel_buffer(), b.memory == Memory::cuda);
+    b.released = true;
+  }
+}
+
+void Call::fail(const std::string &name, const std::string &message) const {
+  throw Error("hpipe::" + op_ + ": " + name + ": " + message);
+}
+
+Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *data, int rank,
+                    const std::int64_t *shape, const std::int64_t *strides, Memory memory) {
+  std::vector<std::int64_t> extents(shape, shape + rank);
+  Buffer b;
+  b.name = name;
+  b.is_output = is_output;
+  b.memory = memory;
+  b.type = type;
+  b.data = static_cast<char *>(data);
+  std::int64_t elements = 1;
+  for (int i = 0; i < rank; i++) {
+    const int d = rank - 1 - i;  // NumPy dimension d is Halide dimension i
+    if (shape[d] < 1)
+      fail(name, "every dimension must be at least 1, got shape " + shape_string(extents));
+    if (shape[d] > kInt32Max || std::abs(strides[d]) > kInt32Max)
+      fail(name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride");
+    elements *= shape[d];
+    // The stride of a dimension of extent 1 is never used; 1 keeps the innermost one dense.
+    const std::int64_t stride = shape[d] == 1 ? 1 : strides[d];
+    b.dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0});
+  }
+  if (data == nullptr) fail(name, "data pointer is null");
+  const auto range = b.byte_range();
+  if (range.second - range.first > std::uintptr_t(kInt32Max) || elements * type.bytes() > kInt32Max)
+    fail(name, "spans more than 2 GiB; split the work into smaller calls");
+  buffers_.push_back(std::move(b));
+  return Arg{static_cast<int>(buffers_.size()) - 1};
+}
+
+void Call::prepare() {
+  // Backend.
+  const Buffer *on_cuda = nullptr;
+  for (const auto &b : buffers_)
+    if (b.memory == Memory::cuda && !on_cuda) on_cuda = &b;
+  switch (options_.device) {
+    case Device::cpu:
+      if (on_cuda) fail(on_cuda->name, "is in CUDA memory but the device is cpu");
+      backend_ = Backend::cpu;
+      break;
+    case Device::cuda:
+    case Device::automatic:
+      if (options_.device == Device::cuda || on_cuda || cuda_available()) {
+        if (!cuda_available())
+          fail(on_cuda ? on_cuda->name : "device",
+               std::string(on_cuda ? "is in CUDA memory" : "CUDA was requested") +
+                   " but CUDA is not usable: " + cuda_unavailable_reason());
+        backend_ = Backend::cuda;
+      } else {
+        backend_ = Backend::cpu;
+      }
+      break;
+  }
+
+  // Outputs must not overlap any other argument in the same memory space.
+  for (const auto &out : buffers_) {
+    if (!out.is_output) continue;
+    const auto r = out.byte_range();
+    for (const auto &other : buffers_) {
+      if (&other == &out || other.memory != out.memory) continue;
+      const auto q = other.byte_range();
+      if (r.first < q.second && q.first < r.second)
+        fail(out.name, std::string("overlaps ") + (other.is_output ? "output " : "input ") + other.name +
+                           "; outputs must not share memory with other arguments");
+    }
+  }
+
+  // Halide buffers.
+  for (auto &b : buffers_) {
+    const int rank = static_cast<int>(b.dims.size());
+    if (b.memory == Memory::cuda) {
+      if (b.dims[0].stride != 1) fail(b.name, "a view in CUDA memory needs an innermost stride of 1");
+      b.caller = Halide::Runtime::Buffer<void>(b.type, nullptr, rank, b.dims.data());
+      wrap_device_pointer(&context_, b.caller.raw_buffer(), b.data);
+      b.on_device = true;
+      continue;
+    }
+    b.caller = Halide::Runtime::Buffer<void>(b.type, b.data, rank, b.dims.data());
+    if (b.dims[0].stride != 1) {
+      // Kernels read rows with dense vector loads: give them a dense copy.
+      std::vector<int> sizes;
+      for (const auto &d : b.dims) sizes.push_back(d.extent);
+      b.dense = Halide::Runtime::Buffer<void>(b.type, sizes);
+      if (!b.is_output) b.dense.copy_from(b.caller);
+    }
+    if (backend_ == Backend::cuda) {
+      b.on_device = true;
+      if (!b.is_output) b.kernel_buffer()->set_host_dirty(true);
+    }
+  }
+}
+
+halide_buffer_t *Call::resolve(Arg a) { return buffers_.at(a.index).kernel_buffer(); }
+
+void Call::finish(int status) {
+  if (status == 0) {
+    for (auto &b : buffers_) {
+      if (!b.is_output || !b.on_device) continue;
+      status = finish_device_output(&context_, b.kernel_buffer(), b.memory == Memory::cuda);
+      if (status) break;
+    }
+  }
+  for (auto &b : buffers_) {
+    if (b.on_device && !b.released) {
+      release_device(&context_, b.kernel_buffer(), b.memory == Memory::cuda);
+      b.released = true;
+    }
+  }
+  if (status != 0) {
+    std::string why = context_.error.empty() ? stray_error : context_.error;
+    stray_error.clear();
+    if (why.empty()) why = "the kernel failed with Halide error code " + std::to_string(status);
+    throw Error("hpipe::" + op_ + ": " + why);
+  }
+  for (auto &b : buffers_)
+    if (b.is_output && b.dense.data()) b.caller.copy_from(b.dense);
+}
+
+}  // namespace hpipe::detail

@@ -1,0 +1,242 @@
+#include "hpipe/cassi.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "call.h"
+#include "hpipe_cassi_adjoint_f32_cpu.h"
+#include "hpipe_cassi_adjoint_f64_cpu.h"
+#include "hpipe_cassi_forward_f32_cpu.h"
+#include "hpipe_cassi_forward_f64_cpu.h"
+#include "hpipe_cassi_phi_f32_cpu.h"
+#include "hpipe_cassi_phi_f64_cpu.h"
+#include "hpipe_cassi_pinv_alpha_f32_cpu.h"
+#include "hpipe_cassi_pinv_alpha_f64_cpu.h"
+#include "hpipe_cassi_pinv_f32_cpu.h"
+#include "hpipe_cassi_pinv_f64_cpu.h"
+#include "hpipe_cassi_shift_back_f32_cpu.h"
+#include "hpipe_cassi_shift_back_f64_cpu.h"
+#include "hpipe_cassi_shift_f32_cpu.h"
+#include "hpipe_cassi_shift_f64_cpu.h"
+#ifdef HPIPE_HAVE_CUDA
+#include "hpipe_cassi_adjoint_f32_cuda.h"
+#include "hpipe_cassi_adjoint_f64_cuda.h"
+#include "hpipe_cassi_forward_f32_cuda.h"
+#include "hpipe_cassi_forward_f64_cuda.h"
+#include "hpipe_cassi_phi_f32_cuda.h"
+#include "hpipe_cassi_phi_f64_cuda.h"
+#include "hpipe_cassi_pinv_alpha_f32_cuda.h"
+#include "hpipe_cassi_pinv_alpha_f64_cuda.h"
+#include "hpipe_cassi_pinv_f32_cuda.h"
+#include "hpipe_cassi_pinv_f64_cuda.h"
+#include "hpipe_cassi_shift_back_f32_cuda.h"
+#include "hpipe_cassi_shift_back_f64_cuda.h"
+#include "hpipe_cassi_shift_f32_cuda.h"
+#include "hpipe_cassi_shift_f64_cuda.h"
+#endif
+#include "kernels.h"
+
+namespace hpipe {
+
+using detail::Call;
+using detail::shape_string;
+
+namespace {
+
+template <class T>
+struct CassiKernels;
+
+#define HPIPE_CASSI_KERNELS(T, suffix)                                         \
+  template <>                                                                  \
+  struct CassiKernels<T> {                                                     \
+    static constexpr auto forward = HPIPE_KERNEL(hpipe_cassi_forward_##suffix);       \
+    static constexpr auto adjoint = HPIPE_KERNEL(hpipe_cassi_adjoint_##suffix);       \
+    static constexpr auto phi = HPIPE_KERNEL(hpipe_cassi_phi_##suffix);               \
+    static constexpr auto pinv = HPIPE_KERNEL(hpipe_cassi_pinv_##suffix);             \
+    static constexpr auto pinv_alpha = HPIPE_KERNEL(hpipe_cassi_pinv_alpha_##suffix); \
+    static constexpr auto shift = HPIPE_KERNEL(hpipe_cassi_shift_##suffix);           \
+    static constexpr auto shift_back = HPIPE_KERNEL(hpipe_cassi_shift_back_##suffix); \
+  };
+HPIPE_CASSI_KERNELS(float, f32)
+HPIPE_CASSI_KERNELS(double, f64)
+#undef HPIPE_CASSI_KERNELS
+
+using Shape3 = std::array<std::int64_t, 3>;
+using Shape4 = std::array<std::int64_t, 4>;
+
+int axis_code(Axis axis) { return axis == Axis::height ? 1 : 0; }
+
+std::string describe(Dispersion d) {
+  return "step " + std::to_string(d.step) + " along " + (d.axis == Axis::height ? "height" : "width");
+}
+
+void check_dispersion(const Call &call, Dispersion d) {
+  if (d.axis != Axis::width && d.axis != Axis::height)
+    call.fail("dispersion", "axis must be Axis::width or Axis::height, got " + std::to_string(int(d.axis)));
+  if (std::abs(static_cast<std::int64_t>(d.step)) > (1 << 24))
+    call.fail("dispersion", "|step| must be at most 2^24 pixels, got " + std::to_string(d.step));
+}
+
+template <class Shape, class V>
+void check_shape(const Call &call, const char *name, const V &view, const Shape &expected, const std::string &why) {
+  if (view.shape() != expected)
+    call.fail(name, "expected shape " + shape_string(expected) + why + ", got " + shape_string(view.shape()));
+}
+
+// The mask as (C, H, W) for a cube of `bands` bands of H x W.
+template <class T>
+View<const T, 3> bind_mask(const Call &call, const Mask<T> &mask, std::int64_t bands, std::int64_t height,
+                           std::int64_t width) {
+  const View<const T, 3> &m = mask.view();
+  if (mask.per_band()) {
+    check_shape(call, "mask", m, Shape3{bands, height, width}, " (a per-band mask is (C, H, W) of the cube)");
+    return m;
+  }
+  if (m.shape(1) != height || m.shape(2) != width)
+    call.fail("mask", "expected shape " + shape_string(std::array<std::int64_t, 2>{height, width}) +
+                          " (H, W) of the cube, got " + shape_string(std::array<std::int64_t, 2>{m.shape(1), m.shape(2)}));
+  return View<const T, 3>(m.data(), {bands, height, width}, {0, m.stride(1), m.stride(2)}, m.memory());
+}
+
+std::string of_cube(const Shape4 &cube, Dispersion d) {
+  return " for a cube of shape " + shape_string(cube) + " with " + describe(d);
+}
+
+// Forward-like ops: a cube in, a measurement out (the mask is optional for shift).
+template <class T, class K>
+void run_cube_to_measurement(const char *op, const K &kernel, View<const T, 4> x, const Mask<T> &mask, Dispersion d,
+                             View<T, 3> y, const Options &options) {
+  Call call(op, options);
+  check_dispersion(call, d);
+  const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
+  check_shape(call, "y", y, cassi_measurement_shape(x.shape(), d), of_cube(x.shape(), d));
+  auto xa = call.input("x", x);
+  auto ma = call.input("mask", m);
+  auto ya = call.output("y", y);
+  call.run(kernel, xa, ma, d.step, axis_code(d.axis), ya);
+}
+
+// Adjoint-like ops: a measurement in, a cube out.
+template <class T, class K>
+void run_measurement_to_cube(const char *op, const K &kernel, View<const T, 3> y, const Mask<T> &mask, Dispersion d,
+                             View<T, 4> x, const Options &options) {
+  Call call(op, options);
+  check_dispersion(call, d);
+  const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
+  check_shape(call, "y", y, cassi_measurement_shape(x.shape(), d), of_cube(x.shape(), d) + " (the output x)");
+  auto ya = call.input("y", y);
+  auto ma = call.input("mask", m);
+  auto xa = call.output("x", x);
+  call.run(kernel, ya, ma, d.step, axis_code(d.axis), xa);
+}
+
+template <class T>
+void shift_impl(const char *op, View<const T, 4> in, Dispersion d, View<T, 4> out, const Options &options,
+                bool back) {
+  Call call(op, options);
+  check_dispersion(call, d);
+  const Shape4 &cube = back ? out.shape() : in.shape();
+  const Shape3 meas = cassi_measurement_shape(cube, d);
+  const Shape4 shifted{cube[0], cube[1], meas[1], meas[2]};
+  check_shape(call, back ? "shifted" : "x", in, back ? shifted : cube,
+              back ? of_cube(cube, d) + " (the output x)" : std::string());
+  check_shape(call, back ? "x" : "shifted", out, back ? cube : shifted, back ? std::string() : of_cube(cube, d));
+  auto ia = call.input(back ? "shifted" : "x", in);
+  auto oa = call.output(back ? "x" : "shifted", out);
+  if (back) {
+    call.run(CassiKernels<T>::shift_back, ia, d.step, axis_code(d.axis), oa);
+  } else {
+    call.run(CassiKernels<T>::shift, ia, d.step, axis_code(d.axis), oa);
+  }
+}
+
+template <class T>
+void phi_impl(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> phi, const Options &options) {
+  Call call("cassi_phi", options);
+  check_dispersion(call, d);
+  if (bands < 1) call.fail("bands", "expected at least 1, got " + std::to_string(bands));
+  const auto &mv = mask.view();
+  const auto m = bind_mask(call, mask, mask.per_band() ? mv.shape(0) : bands, mv.shape(1), mv.shape(2));
+  if (mask.per_band() && mv.shape(0) != bands)
+    call.fail("mask", "has " + std::to_string(mv.shape(0)) + " bands but bands = " + std::to_string(bands));
+  const Shape3 meas = cassi_measurement_shape({1, bands, mv.shape(1), mv.shape(2)}, d);
+  check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]},
+              " (H', W') for a mask of " + std::to_string(mv.shape(1)) + " x " + std::to_string(mv.shape(2)) +
+                  ", " + std::to_string(bands) + " bands, " + describe(d));
+  auto ma = call.input("mask", m);
+  auto pa = call.output("phi", phi);
+  call.run(CassiKernels<T>::phi, ma, d.step, axis_code(d.axis), pa);
+}
+
+template <class T, class K>
+Array<T, 4> allocate_cube(const char *op, const K &kernel, View<const T, 3> y, const Mask<T> &mask,
+                          std::int64_t bands, Dispersion d, const Options &options) {
+  if (bands < 1)
+    throw Error(std::string("hpipe::") + op + ": bands: expected at least 1, got " + std::to_string(bands));
+  const Shape4 cube = cassi_cube_shape(y.shape(), bands, d);
+  if (cube[2] < 1 || cube[3] < 1)
+    throw Error(std::string("hpipe::") + op + ": y: shape " + shape_string(y.shape()) + " is too small for " +
+                std::to_string(bands) + " bands with " + describe(d));
+  Array<T, 4> x(cube);
+  run_measurement_to_cube<T>(op, kernel, y, mask, d, x.view(), options);
+  return x;
+}
+
+}  // namespace
+
+Shape3 cassi_measurement_shape(const Shape4 &cube, Dispersion d) {
+  const std::int64_t spread = (cube[1] - 1) * std::abs(static_cast<std::int64_t>(d.step));
+  return {cube[0], cube[2] + (d.axis == Axis::height ? spread : 0), cube[3] + (d.axis == Axis::width ? spread : 0)};
+}
+
+Shape4 cassi_cube_shape(const Shape3 &measurement, std::int64_t bands, Dispersion d) {
+  const std::int64_t spread = (bands - 1) * std::abs(static_cast<std::int64_t>(d.step));
+  return {measurement[0], bands, measurement[1] - (d.axis == Axis::height ? spread : 0),
+          measurement[2] - (d.axis == Axis::width ? spread : 0)};
+}
+
+#define HPIPE_CASSI_DEFINE(T)                                                                                      \
+  void cassi_forward(View<const T, 4> x, const Mask<T> &mask, Dispersion d, View<T, 3> y, const Options &o) {      \
+    run_cube_to_measurement<T>("cassi_forward", CassiKernels<T>::forward, x, mask, d, y, o);                       \
+  }                                                                                                                \
+  void cassi_adjoint(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x, const Options &o) {      \
+    run_measurement_to_cube<T>("cassi_adjoint", CassiKernels<T>::adjoint, y, mask, d, x, o);                       \
+  }                                                                                                                \
+  void cassi_pinv(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x, const Options &o) {         \
+    run_measurement_to_cube<T>("cassi_pinv", CassiKernels<T>::pinv, y, mask, d, x, o);                             \
+  }                                                                                                                \
+  void cassi_pinv_alpha(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x, const Options &o) {   \
+    run_measurement_to_cube<T>("cassi_pinv_alpha", CassiKernels<T>::pinv_alpha, y, mask, d, x, o);                 \
+  }                                                                                                                \
+  void cassi_phi(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> phi, const Options &o) {        \
+    phi_impl<T>(mask, bands, d, phi, o);                                                                           \
+  }                                                                                                                \
+  void cassi_shift(View<const T, 4> x, Dispersion d, View<T, 4> shifted, const Options &o) {                       \
+    shift_impl<T>("cassi_shift", x, d, shifted, o, false);                                                         \
+  }                                                                                                                \
+  void cassi_shift_back(View<const T, 4> shifted, Dispersion d, View<T, 4> x, const Options &o) {                  \
+    shift_impl<T>("cassi_shift_back", shifted, d, x, o, true);                                                     \
+  }                                                                                                                \
+  Array<T, 3> cassi_forward(View<const T, 4> x, const Mask<T> &mask, Dispersion d, const Options &o) {             \
+    Array<T, 3> y(cassi_measurement_shape(x.shape(), d));                                                          \
+    cassi_forward(x, mask, d, y.view(), o);                                                                        \
+    return y;                                                                                                      \
+  }                                                                                                                \
+  Array<T, 4> cassi_adjoint(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,             \
+                            const Options &o) {                                                                    \
+    return allocate_cube<T>("cassi_adjoint", CassiKernels<T>::adjoint, y, mask, bands, d, o);                      \
+  }                                                                                                                \
+  Array<T, 4> cassi_pinv(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,                \
+                         const Options &o) {                                                                       \
+    return allocate_cube<T>("cassi_pinv", CassiKernels<T>::pinv, y, mask, bands, d, o);                            \
+  }                                                                                                                \
+  Array<T, 4> cassi_pinv_alpha(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,          \
+                               const Options &o) {                                                                 \
+    return allocate_cube<T>("cassi_pinv_alpha", CassiKernels<T>::pinv_alpha, y, mask, bands, d, o);                \
+  }
+
+HPIPE_CASSI_DEFINE(float)
+HPIPE_CASSI_DEFINE(double)
+#undef HPIPE_CASSI_DEFINE
+
+}  // namespace hpipe

@@ -1,0 +1,178 @@
+// Device probing, CUDA context/stream plumbing and thread count.
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "HalideRuntime.h"
+#include "call.h"
+#include "cuda_support.h"
+#include "hpipe/device.h"
+#include "hpipe/error.h"
+#ifdef HPIPE_HAVE_CUDA
+#include "HalideRuntimeCuda.h"
+#endif
+
+namespace hpipe {
+
+namespace {
+
+// The few driver entry points hpipe itself needs, loaded with dlopen so that a machine without
+// a driver only loses CUDA. (Halide's CUDA runtime loads the same library for the kernels.)
+struct Driver {
+  using CUresult = int;
+  using CUdevice = int;
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDeviceGetCount)(int *) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice *, int) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(void **, CUdevice) = nullptr;
+  CUresult (*cuCtxGetCurrent)(void **) = nullptr;
+  bool usable = false;
+  std::string why_not;
+};
+
+const Driver &driver() {
+  static const Driver d = [] {
+    Driver d;
+#ifndef HPIPE_HAVE_CUDA
+    d.why_not = "this hpipe was built without CUDA (HPIPE_CUDA=OFF)";
+    return d;
+#else
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) lib = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      d.why_not = "the NVIDIA driver library libcuda.so.1 could not be loaded";
+      return d;
+    }
+    auto load = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      return fn != nullptr;
+    };
+    if (!load(d.cuInit, "cuInit") || !load(d.cuDeviceGetCount, "cuDeviceGetCount") ||
+        !load(d.cuDeviceGet, "cuDeviceGet") || !load(d.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") ||
+        !load(d.cuCtxGetCurrent, "cuCtxGetCurrent")) {
+      d.why_not = "libcuda.so.1 lacks the driver API entry points hpipe needs";
+      return d;
+    }
+    if (int err = d.cuInit(0)) {
+      d.why_not = "cuInit failed with CUDA error " + std::to_string(err) + " (no GPU, or the driver is unusable)";
+      return d;
+    }
+    int count = 0;
+    if (d.cuDeviceGetCount(&count) != 0 || count < 1) {
+      d.why_not = "the driver reports no CUDA device";
+      return d;
+    }
+    d.usable = true;
+    return d;
+#endif
+  }();
+  return d;
+}
+
+#ifdef HPIPE_HAVE_CUDA
+// Run in the calling thread's current context (the one the application's device pointers belong
+// to), else in device 0's primary context, which the CUDA runtime API shares.
+extern "C" int acquire_cuda_context(void *, void **context, bool create) {
+  const Driver &d = driver();
+  void *current = nullptr;
+  if (d.cuCtxGetCurrent(&current) == 0 && current) {
+    *context = current;
+    return 0;
+  }
+  static void *primary = [&]() -> void * {
+    int device = 0;
+    void *ctx = nullptr;
+    if (d.cuDeviceGet(&device, 0) != 0 || d.cuDevicePrimaryCtxRetain(&ctx, device) != 0) return nullptr;
+    return ctx;
+  }();
+  *context = primary;
+  return primary ? 0 : -1;
+}
+extern "C" int release_cuda_context(void *) { return 0; }
+extern "C" int get_cuda_stream(void *user_context, void *, void **stream) {
+  *stream = user_context ? static_cast<detail::CallContext *>(user_context)->cuda_stream : nullptr;
+  return 0;
+}
+#endif
+
+int default_threads() {
+  if (const char *env = std::getenv("HL_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  const unsigned n = std::thread::hardware_concurrency();
+  return n ? static_cast<int>(n) : 1;
+}
+std::atomic<int> threads{0};
+
+}  // namespace
+
+bool cuda_available() {
+  const Driver &d = driver();
+#ifdef HPIPE_HAVE_CUDA
+  if (d.usable) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      halide_set_cuda_acquire_context(acquire_cuda_context);
+      halide_set_cuda_release_context(release_cuda_context);
+      halide_set_cuda_get_stream(get_cuda_stream);
+      halide_reuse_device_allocations(nullptr, true);  // host-memory calls reuse device buffers
+    });
+  }
+#endif
+  return d.usable;
+}
+
+std::string cuda_unavailable_reason() { return driver().why_not; }
+
+void set_num_threads(int n) {
+  if (n < 1) throw Error("hpipe::set_num_threads: threads: expected at least 1, got " + std::to_string(n));
+  halide_set_num_threads(n);
+  threads = n;
+}
+
+int num_threads() {
+  int n = threads.load();
+  return n ? n : default_threads();
+}
+
+const char *to_string(Device device) {
+  switch (device) {
+    case Device::cpu: return "cpu";
+    case Device::cuda: return "cuda";
+    case Device::automatic: return "auto";
+  }
+  return "?";
+}
+
+namespace detail {
+
+#ifdef HPIPE_HAVE_CUDA
+void wrap_device_pointer(void *context, halide_buffer_t *buffer, void *device_pointer) {
+  if (int err = halide_cuda_wrap_device_ptr(context, buffer, reinterpret_cast<std::uint64_t>(device_pointer)))
+    throw Error("hpipe: could not wrap a CUDA device pointer (Halide error " + std::to_string(err) + ")");
+}
+int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_device_memory) {
+  return caller_device_memory ? halide_device_sync(context, buffer) : halide_copy_to_host(context, buffer);
+}
+void release_device(void *context, halide_buffer_t *buffer, bool caller_device_memory) {
+  if (caller_device_memory) {
+    halide_cuda_detach_device_ptr(context, buffer);
+  } else {
+    halide_device_free(context, buffer);
+  }
+}
+#else
+void wrap_device_pointer(void *, halide_buffer_t *, void *) {
+  throw Error("hpipe: CUDA memory given, but this hpipe was built without CUDA (HPIPE_CUDA=OFF)");
+}
+int finish_device_output(void *, halide_buffer_t *, bool) { return 0; }
+void release_device(void *, halide_buffer_t *, bool) {}
+#endif
+
+}  // namespace detail
+}  // namespace hpipe

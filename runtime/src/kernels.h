@@ -1,0 +1,14 @@
+// The AOT kernels, by op and element type: Kernel{cpu, cuda} (cuda is null without HPIPE_CUDA).
+#pragma once
+
+#include "call.h"
+
+#define HPIPE_KERNEL_CPU(name) &name##_cpu
+#ifdef HPIPE_HAVE_CUDA
+#define HPIPE_KERNEL_CUDA(name) &name##_cuda
+#else
+#define HPIPE_KERNEL_CUDA(name) nullptr
+#endif
+// Kernel{hpipe_<op>_<type>_cpu, hpipe_<op>_<type>_cuda}
+#define HPIPE_KERNEL(name) \
+  ::hpipe::detail::Kernel<decltype(&name##_cpu)> { HPIPE_KERNEL_CPU(name), HPIPE_KERNEL_CUDA(name) }

@@ -1,0 +1,55 @@
+// CPU-vector and CUDA schedules of the CASSI family (algorithms: generators/cassi.h).
+#pragma once
+
+#include "generators/cassi.h"
+#include "schedules/knobs.h"
+
+namespace hpipe::sched {
+
+struct CassiCpuKnobs {
+  int vector_factor = 1;   // vector width in multiples of the target's natural width
+  int rows_per_task = 8;   // rows of one image a parallel task covers
+  int sum_per_vector = 1;  // reductions: 1 = accumulate one vector in registers, 0 = a whole row in L1
+
+  template <class F>
+  void visit(F &&f) {
+    f("vector_factor", vector_factor, Candidates{1, 2, 4});
+    f("rows_per_task", rows_per_task, Candidates{1, 2, 4, 8, 16, 32});
+    f("sum_per_vector", sum_per_vector, Candidates{0, 1});
+  }
+  bool valid() const { return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1; }
+};
+
+struct CassiCudaKnobs {
+  int block_w = 32;  // threads of a block along width
+  int block_h = 8;   // ... along height
+
+  template <class F>
+  void visit(F &&f) {
+    f("block_w", block_w, Candidates{16, 32, 64, 128});
+    f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
+  }
+  bool valid() const { return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024; }
+};
+
+void schedule_cpu(alg::CassiForward op, const Halide::Target &t, const CassiCpuKnobs &k);
+void schedule_cpu(alg::CassiAdjoint op, const Halide::Target &t, const CassiCpuKnobs &k);
+void schedule_cpu(alg::CassiPhi op, const Halide::Target &t, const CassiCpuKnobs &k);
+void schedule_cpu(alg::CassiPinv op, const Halide::Target &t, const CassiCpuKnobs &k);
+void schedule_cpu(alg::CassiPinvAlpha op, const Halide::Target &t, const CassiCpuKnobs &k);
+void schedule_cpu(alg::CassiShift op, const Halide::Target &t, const CassiCpuKnobs &k);
+
+void schedule_cuda(alg::CassiForward op, const Halide::Target &t, const CassiCudaKnobs &k);
+void schedule_cuda(alg::CassiAdjoint op, const Halide::Target &t, const CassiCudaKnobs &k);
+void schedule_cuda(alg::CassiPhi op, const Halide::Target &t, const CassiCudaKnobs &k);
+void schedule_cuda(alg::CassiPinv op, const Halide::Target &t, const CassiCudaKnobs &k);
+void schedule_cuda(alg::CassiPinvAlpha op, const Halide::Target &t, const CassiCudaKnobs &k);
+void schedule_cuda(alg::CassiShift op, const Halide::Target &t, const CassiCudaKnobs &k);
+
+// The knob structs each backend of the family reads (used by the generators and the tuner).
+struct CassiKnobs {
+  using Cpu = CassiCpuKnobs;
+  using Cuda = CassiCudaKnobs;
+};
+
+}  // namespace hpipe::sched

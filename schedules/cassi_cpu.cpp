@@ -1,0 +1,83 @@
+// CPU-vector schedules of the CASSI family.
+//
+// Measured on a 2-core Xeon (Cascade Lake, AVX-512, KVM) at the W4 size, 2 threads, default knobs:
+// see README "Performance" (numbers from `make bench`).
+#include "schedules/cassi.h"
+#include "schedules/common.h"
+
+namespace hpipe::sched {
+
+using namespace Halide;
+
+namespace {
+
+// Cube-shaped outputs f(w, h, c, b): one parallel task is `rows_per_task` rows of every band of
+// one batch item, walked band by band with rows vectorized along w. Returns the task loop.
+Var schedule_cube_output(Func f, const Target &t, const CassiCpuKnobs &k) {
+  Var w = arg(f, 0), h = arg(f, 1), c = arg(f, 2), b = arg(f, 3);
+  Var ho("ho"), hi("hi"), task("task");
+  f.split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf)
+      .reorder(w, hi, c, ho, b)
+      .fuse(ho, b, task)
+      .parallel(task)
+      .vectorize(w, vector_lanes(t, value_type(f), k.vector_factor), TailStrategy::GuardWithIf);
+  return task;
+}
+
+// Image-shaped outputs f(w, h, [b]) computed from a reduction `sum` over bands.
+void schedule_band_sum(Func out, Func sum, const CassiCpuKnobs &k, const Target &t) {
+  const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
+  Var w = arg(out, 0), h = arg(out, 1);
+  Var ho("ho"), hi("hi"), wo("wo"), wi("wi"), task("task");
+  out.split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf);
+  if (out.dimensions() == 3) {
+    out.fuse(ho, arg(out, 2), task);
+  } else {
+    task = ho;
+  }
+  out.parallel(task).split(w, wo, wi, lanes, TailStrategy::GuardWithIf).vectorize(wi);
+
+  Var sw = arg(sum, 0);
+  // One vector of sums lives in registers while the bands stream past, or a whole row in L1.
+  sum.compute_at(out, k.sum_per_vector ? wo : hi).vectorize(sw, lanes, TailStrategy::GuardWithIf);
+  sum.update().vectorize(sw, lanes, TailStrategy::GuardWithIf);
+}
+
+// An intermediate image computed per task, rows vectorized. GuardWithIf: rows may be narrower
+// than a vector, and ShiftInwards would then read before the image.
+void vectorize_rows_at(Func f, Func consumer, Var task, const Target &t) {
+  f.compute_at(consumer, task).vectorize(arg(f, 0), vector_lanes(t, value_type(f), 1), TailStrategy::GuardWithIf);
+}
+
+}  // namespace
+
+void schedule_cpu(alg::CassiForward op, const Target &t, const CassiCpuKnobs &k) {
+  schedule_band_sum(op.y, op.sum, k, t);
+}
+
+void schedule_cpu(alg::CassiPhi op, const Target &t, const CassiCpuKnobs &k) {
+  schedule_band_sum(op.phi, op.phi_sum, k, t);
+}
+
+void schedule_cpu(alg::CassiAdjoint op, const Target &t, const CassiCpuKnobs &k) {
+  schedule_cube_output(op.x, t, k);
+}
+
+void schedule_cpu(alg::CassiPinv op, const Target &t, const CassiCpuKnobs &k) {
+  // Phi is small (one image); compute it once, then y / Phi for the rows of each task.
+  schedule_cpu(op.phi, t, k);
+  op.phi.phi.compute_root();
+  Var task = schedule_cube_output(op.x, t, k);
+  vectorize_rows_at(op.normalized, op.x, task, t);
+}
+
+void schedule_cpu(alg::CassiPinvAlpha op, const Target &t, const CassiCpuKnobs &k) {
+  Var task = schedule_cube_output(op.x, t, k);
+  vectorize_rows_at(op.normalized, op.x, task, t);
+}
+
+void schedule_cpu(alg::CassiShift op, const Target &t, const CassiCpuKnobs &k) {
+  schedule_cube_output(op.out, t, k);
+}
+
+}  // namespace hpipe::sched

@@ -1,0 +1,61 @@
+// CUDA schedules of the CASSI family: one thread per output pixel, blocks of block_w x block_h,
+// bands looped inside the thread. Not yet timed on a GPU (no GPU was lent when they were written).
+#include "schedules/cassi.h"
+#include "schedules/common.h"
+
+namespace hpipe::sched {
+
+using namespace Halide;
+
+namespace {
+
+// f(w, h, rest...) as a grid of blocks over (w, h) with the remaining dimensions fused into the
+// third block dimension. Returns the innermost thread loop.
+Var schedule_tiles(Func f, const CassiCudaKnobs &k) {
+  Var w = arg(f, 0), h = arg(f, 1);
+  Var wo("wo"), ho("ho"), wi("wi"), hi("hi");
+  f.gpu_tile(w, h, wo, ho, wi, hi, k.block_w, k.block_h, TailStrategy::GuardWithIf);
+  if (f.dimensions() == 4) {
+    Var cb("cb");
+    f.fuse(arg(f, 2), arg(f, 3), cb).gpu_blocks(cb);
+  } else if (f.dimensions() == 3) {
+    f.gpu_blocks(arg(f, 2));
+  }
+  return wi;
+}
+
+// A per-thread band sum feeding out(w, h, ...): each thread reduces over bands in registers.
+void schedule_band_sum(Func out, Func sum, const CassiCudaKnobs &k) {
+  // Both stages of the sum run inside the thread, so the update is scheduled with it.
+  sum.compute_at(out, schedule_tiles(out, k));
+}
+
+}  // namespace
+
+void schedule_cuda(alg::CassiForward op, const Target &, const CassiCudaKnobs &k) {
+  schedule_band_sum(op.y, op.sum, k);
+}
+
+void schedule_cuda(alg::CassiPhi op, const Target &, const CassiCudaKnobs &k) {
+  schedule_band_sum(op.phi, op.phi_sum, k);
+}
+
+void schedule_cuda(alg::CassiAdjoint op, const Target &, const CassiCudaKnobs &k) {
+  schedule_tiles(op.x, k);
+}
+
+void schedule_cuda(alg::CassiPinv op, const Target &t, const CassiCudaKnobs &k) {
+  schedule_cuda(op.phi, t, k);
+  op.phi.phi.compute_root();
+  schedule_tiles(op.x, k);  // y / Phi is recomputed per output pixel: cheaper than a pass over memory
+}
+
+void schedule_cuda(alg::CassiPinvAlpha op, const Target &, const CassiCudaKnobs &k) {
+  schedule_tiles(op.x, k);
+}
+
+void schedule_cuda(alg::CassiShift op, const Target &, const CassiCudaKnobs &k) {
+  schedule_tiles(op.out, k);
+}
+
+}  // namespace hpipe::sched

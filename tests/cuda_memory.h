@@ -1,0 +1,67 @@
+// Device memory for tests, through the driver API loaded with dlopen (tests link no CUDA).
+// Allocates in device 0's primary context, the one the CUDA runtime API and hpipe share.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+
+namespace hpipe::test {
+
+class DeviceMemory {
+ public:
+  // `bytes` of device memory, filled from `host` when it is not null.
+  DeviceMemory(const void *host, std::size_t bytes) : bytes_(bytes) {
+    static Api api = load();
+    api_ = &api;
+    check(api_->cuMemAlloc(&ptr_, bytes), "cuMemAlloc");
+    if (host) check(api_->cuMemcpyHtoD(ptr_, host, bytes), "cuMemcpyHtoD");
+  }
+  ~DeviceMemory() { api_->cuMemFree(ptr_); }
+  DeviceMemory(const DeviceMemory &) = delete;
+  DeviceMemory &operator=(const DeviceMemory &) = delete;
+
+  void *get() const { return reinterpret_cast<void *>(ptr_); }
+  void copy_to(void *host, std::size_t bytes) const { check(api_->cuMemcpyDtoH(host, ptr_, bytes), "cuMemcpyDtoH"); }
+
+ private:
+  struct Api {
+    int (*cuMemAlloc)(std::uint64_t *, std::size_t);
+    int (*cuMemFree)(std::uint64_t);
+    int (*cuMemcpyHtoD)(std::uint64_t, const void *, std::size_t);
+    int (*cuMemcpyDtoH)(void *, std::uint64_t, std::size_t);
+  };
+  static Api load() {
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw std::runtime_error("libcuda.so.1 not loadable");
+    auto sym = [&](const char *name) {
+      void *p = dlsym(lib, name);
+      if (!p) throw std::runtime_error(std::string("missing ") + name);
+      return p;
+    };
+    int (*cuInit)(unsigned) = reinterpret_cast<int (*)(unsigned)>(sym("cuInit"));
+    auto cuDeviceGet = reinterpret_cast<int (*)(int *, int)>(sym("cuDeviceGet"));
+    auto retain = reinterpret_cast<int (*)(void **, int)>(sym("cuDevicePrimaryCtxRetain"));
+    auto set_current = reinterpret_cast<int (*)(void *)>(sym("cuCtxSetCurrent"));
+    int device = 0;
+    void *ctx = nullptr;
+    check(cuInit(0), "cuInit");
+    check(cuDeviceGet(&device, 0), "cuDeviceGet");
+    check(retain(&ctx, device), "cuDevicePrimaryCtxRetain");
+    check(set_current(ctx), "cuCtxSetCurrent");
+    return Api{reinterpret_cast<int (*)(std::uint64_t *, std::size_t)>(sym("cuMemAlloc_v2")),
+               reinterpret_cast<int (*)(std::uint64_t)>(sym("cuMemFree_v2")),
+               reinterpret_cast<int (*)(std::uint64_t, const void *, std::size_t)>(sym("cuMemcpyHtoD_v2")),
+               reinterpret_cast<int (*)(void *, std::uint64_t, std::size_t)>(sym("cuMemcpyDtoH_v2"))};
+  }
+  static void check(int err, const char *what) {
+    if (err) throw std::runtime_error(std::string(what) + " failed with CUDA error " + std::to_string(err));
+  }
+  const Api *api_;
+  std::uint64_t ptr_ = 0;
+  std::size_t bytes_;
+};
+
+}  // namespace hpipe::test
