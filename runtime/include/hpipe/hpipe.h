@@ -4,4 +4,5 @@
 #include "hpipe/cassi.h"
 #include "hpipe/device.h"
 #include "hpipe/error.h"
+#include "hpipe/synth.h"
 #include "hpipe/view.h"

@@ -1,0 +1,83 @@
+// hpipe_bench: Google Benchmark over every kernel, plus BM_stream_copy, the memory-bandwidth
+// reference measured in the same run. Each kernel benchmark sets its compulsory bytes, and at the
+// end a table gives its bytes/s as a percentage of BM_stream_copy's.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_util.h"
+
+namespace {
+
+// STREAM "copy" (b[i] = a[i]) over arrays far larger than any cache, split across hpipe's worker
+// count of threads. Compulsory bytes: one read and one write per element.
+void BM_stream_copy(benchmark::State &state) {
+  const std::size_t n = std::size_t(state.range(0)) << 20 >> 2;  // range(0) MiB of floats per array
+  static std::vector<float> a, b;
+  a.assign(n, 1.0f);
+  b.assign(n, 0.0f);
+  const int threads = hpipe::num_threads();
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; t++) {
+      pool.emplace_back([&, t] {
+        const std::size_t lo = n * t / threads, hi = n * (t + 1) / threads;
+        float *__restrict dst = b.data();
+        const float *__restrict src = a.data();
+        for (std::size_t i = lo; i < hi; i++) dst[i] = src[i];
+      });
+    }
+    for (auto &th : pool) th.join();
+    benchmark::ClobberMemory();
+  }
+  hpipe::bench::set_compulsory_bytes(state, std::int64_t(2 * n * sizeof(float)));
+}
+BENCHMARK(BM_stream_copy)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The console output, then a table of bytes/s relative to BM_stream_copy.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run> &runs) override {
+    for (const auto &run : runs) {
+      auto it = run.counters.find("bytes_per_second");
+      if (it == run.counters.end() || run.error_occurred) continue;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      if (median || run.run_type == Run::RT_Iteration) {
+        const std::string name = run.run_name.str();
+        if (median || !medians_.count(name)) rates_[name] = it->second.value;
+        if (median) medians_[name] = true;
+        if (name.rfind("BM_stream_copy", 0) == 0) stream_ = it->second.value;
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    if (stream_ <= 0) return;
+    std::printf("\n%-60s %12s %10s\n", "benchmark (compulsory bytes)", "GB/s", "% of copy");
+    for (const auto &[name, rate] : rates_)
+      std::printf("%-60s %12.2f %9.0f%%\n", name.c_str(), rate / 1e9, 100.0 * rate / stream_);
+    std::printf("BM_stream_copy reference: %.2f GB/s with %d threads\n", stream_ / 1e9, hpipe::num_threads());
+  }
+
+ private:
+  std::map<std::string, double> rates_;
+  std::map<std::string, bool> medians_;
+  double stream_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

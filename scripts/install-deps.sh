@@ -1,0 +1,21 @@
+#!/bin/sh
+# Installs the Debian 12 packages hpipe needs to build, test and benchmark, when they are missing.
+# As root it runs apt-get; otherwise it prints the exact command to run and fails.
+set -eu
+packages="cmake ninja-build g++ make pkg-config libhalide14-0-dev libgtest-dev libbenchmark-dev libpng-dev"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -eq 0 ]; then
+  echo "installing:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2086
+  apt-get install -y -qq --no-install-recommends $missing
+else
+  echo "hpipe needs these Debian packages:$missing" >&2
+  echo "install them with:  sudo apt-get install -y$missing" >&2
+  exit 1
+fi

@@ -1,0 +1,15 @@
+# Installs hpipe into a scratch prefix, then configures, builds and runs examples/cassi_demo
+# against it with find_package(hpipe): the way a downstream application uses the library.
+# -D BUILD=<hpipe build dir> -D SOURCE=<hpipe source dir> -D WORK=<scratch dir>
+file(REMOVE_RECURSE "${WORK}")
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  if (NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}")
+  endif ()
+endfunction()
+run("${CMAKE_COMMAND}" --install "${BUILD}" --prefix "${WORK}/prefix")
+run("${CMAKE_COMMAND}" -S "${SOURCE}/examples/cassi_demo" -B "${WORK}/build" -DCMAKE_BUILD_TYPE=Release
+    "-DCMAKE_PREFIX_PATH=${WORK}/prefix")
+run("${CMAKE_COMMAND}" --build "${WORK}/build")
+run("${WORK}/build/cassi_demo")
