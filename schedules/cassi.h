@@ -8,7 +8,7 @@ namespace hpipe::sched {
 
 struct CassiCpuKnobs {
   int vector_factor = 1;   // vector width in multiples of the target's natural width
-  int rows_per_task = 8;   // rows of one image a parallel task covers
+  int rows_per_task = 32;  // rows of one image a parallel task covers
   int sum_per_vector = 1;  // reductions: 1 = accumulate one vector in registers, 0 = a whole row in L1
 
   template <class F>
