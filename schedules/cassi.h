@@ -14,7 +14,7 @@ struct CassiCpuKnobs {
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
-    f("rows_per_task", rows_per_task, Candidates{1, 2, 4, 8, 16, 32});
+    f("rows_per_task", rows_per_task, Candidates{1, 2, 4, 8, 16, 32, 64, 128});
     f("sum_per_vector", sum_per_vector, Candidates{0, 1});
   }
   bool valid() const { return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1; }
