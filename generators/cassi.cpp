@@ -26,14 +26,16 @@ Expr CassiGeometry::measurement_height() const {
   return height + select(axis == 1, (bands - 1) * abs(step), 0);
 }
 
-BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, const std::string &name) {
+Type accumulator_type(Type t) { return t == Float(32) ? Float(64) : t; }
+
+BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, Type result, const std::string &name) {
   std::vector<Var> rest;
   for (int d = 3; d < f.dimensions(); d++) rest.push_back(Var("rest" + std::to_string(d)));
   auto args = [&](std::vector<Expr> first) {
     first.insert(first.end(), rest.begin(), rest.end());
     return first;
   };
-  const Type t = value_type(f);
+  const Type acc = value_type(f), t = result;
   // f at (ws, hs), zero outside the band image. Clamps and conditions only where an index can
   // leave the image, so that rows stay dense vector loads: along width only w moves (and only
   // when the axis is width), along height only h does.
@@ -44,35 +46,36 @@ BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, const std::st
       inside = inside && (g.axis != 0 || (ws >= 0 && ws < g.width));
       wc = select(g.axis == 0, clamp(ws, 0, g.width - 1), ws);
     }
-    return select(inside, f(args({wc, clamp(hs, 0, g.height - 1), c})), cast(t, 0));
+    return select(inside, f(args({wc, clamp(hs, 0, g.height - 1), c})), cast(acc, 0));
   };
 
   BandSum s;
   s.axis = g.axis;
   s.bands = RDom(0, g.bands, name + "_c");
   s.gather = Func(name + "_gather");
-  s.gather(args({w, h})) = cast(t, 0);
+  s.gather(args({w, h})) = cast(acc, 0);
   s.gather(args({w, h})) += at(w - g.shift_w(s.bands), h - g.shift_h(s.bands), s.bands, true);
+  s.sum = Func(name);
   if (form == BandSumForm::gather) {
-    s.sum = s.gather;
+    s.sum(args({w, h})) = cast(t, s.gather(args({w, h})));
     return s;
   }
   s.row_and_band = RDom(0, g.width, 0, g.bands, name + "_wc");
   const RVar rw = s.row_and_band.x, rc = s.row_and_band.y;
   s.scatter = Func(name + "_scatter");
-  s.scatter(args({w, h})) = cast(t, 0);
+  s.scatter(args({w, h})) = cast(acc, 0);
   // Used only when the axis is width: rows are not displaced, and h >= H never occurs.
   s.scatter(args({rw + g.offset(rc), h})) += at(rw, h, rc, false);
-  s.sum = Func(name);
-  s.sum(args({w, h})) = select(g.axis == 0, s.scatter(args({w, h})), s.gather(args({w, h})));
+  s.sum(args({w, h})) = cast(t, select(g.axis == 0, s.scatter(args({w, h})), s.gather(args({w, h}))));
   return s;
 }
 
 CassiForward cassi_forward(Func x, Func mask, const CassiGeometry &g, BandSumForm form) {
+  const Type t = value_type(x), acc = accumulator_type(t);
   Func masked("masked");
-  masked(w, h, c, b) = mask(w, h, c) * x(w, h, c, b);
+  masked(w, h, c, b) = cast(acc, mask(w, h, c)) * cast(acc, x(w, h, c, b));
   CassiForward op;
-  op.sum = band_sum(masked, g, form, "sum");
+  op.sum = band_sum(masked, g, form, t, "sum");
   op.y = Func("y");
   op.y(w, h, b) = op.sum.sum(w, h, b);
   return op;
@@ -86,14 +89,15 @@ CassiAdjoint cassi_adjoint(Func y, Func mask, const CassiGeometry &g) {
 }
 
 CassiPhi cassi_phi(Func mask, const CassiGeometry &g, BandSumForm form) {
+  const Type t = value_type(mask), acc = accumulator_type(t);
   Func squared("mask_squared");
-  squared(w, h, c) = mask(w, h, c) * mask(w, h, c);
+  squared(w, h, c) = cast(acc, mask(w, h, c)) * cast(acc, mask(w, h, c));
   CassiPhi op;
-  op.sum = band_sum(squared, g, form, "phi_sum");
+  op.sum = band_sum(squared, g, form, t, "phi_sum");
   op.phi = Func("phi");
   // A column no band reaches (or an all-zero mask column) has Phi = 0; 1 keeps y / Phi finite.
   Func sum = op.sum.sum;
-  op.phi(w, h) = select(sum(w, h) == 0, cast(value_type(mask), 1), sum(w, h));
+  op.phi(w, h) = select(sum(w, h) == 0, cast(t, 1), sum(w, h));
   return op;
 }
 

@@ -38,8 +38,14 @@ struct BandSum {
   Halide::RDom row_and_band;  // (w, c) of scatter's update
   Halide::Expr axis;          // the geometry's axis, for schedules to specialize on
 };
-// f(w, h, c, rest...) -> sum(w', h', rest...)
-BandSum band_sum(Halide::Func f, const CassiGeometry &g, BandSumForm form, const std::string &name);
+// f(w, h, c, rest...) -> sum(w', h', rest...), accumulated in f's type, rounded to `result`.
+BandSum band_sum(Halide::Func f, const CassiGeometry &g, BandSumForm form, Halide::Type result,
+                 const std::string &name);
+
+// Sums of float32 products are formed in float64: the products are exact there and the sum is
+// rounded once, so float32 A x and Phi are within 0.5 ULP of the exact result. (Rounding each of C
+// growing partial sums in float32 made A's error the largest error of everything built on it.)
+Halide::Type accumulator_type(Halide::Type t);
 
 // The form each backend's schedule expects (the generators pass it to the algorithm).
 inline BandSumForm band_sum_form(const Halide::Target &t) {
