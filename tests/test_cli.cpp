@@ -1,6 +1,7 @@
 // The hpipe command-line tool, driven end to end: the real binary (HPIPE_CLI) runs in a scratch
 // folder; its files are read back with the tool's own readers and compared with the C++ API.
 #include <gtest/gtest.h>
+#include <png.h>
 #include <sys/wait.h>
 #include <zlib.h>
 
@@ -180,6 +181,26 @@ TEST_F(Cli, NpyRoundTripsBitExactForEveryTypeAndRank) {
       ok({"convert", "a.npy", "-o", "b.npy", "--force"});
       expect_same(cli::read_npy(path("b.npy")), a);
     }
+  }
+}
+
+// Colour PNGs (written here with libpng's simplified API) read as 3 bands; alpha is dropped.
+TEST_F(Cli, ColourPngReadsAsThreeBands) {
+  const int H = 3, W = 5;
+  for (const auto format : {PNG_FORMAT_RGB, PNG_FORMAT_RGBA}) {
+    const int channels = format == PNG_FORMAT_RGB ? 3 : 4;
+    const std::vector<std::uint8_t> pixels = random_integers<std::uint8_t>(std::size_t(H * W * channels), 7, 255);
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    image.width = W;
+    image.height = H;
+    image.format = format;
+    ASSERT_TRUE(png_image_write_to_file(&image, path("rgb.png").c_str(), 0, pixels.data(), 0, nullptr));
+    ok({"convert", "rgb.png", "-o", "rgb.npy", "--force"});
+    const RawArray a = cli::read_npy(path("rgb.npy"));
+    EXPECT_EQ(a.shape, (std::vector<std::int64_t>{3, H, W}));
+    for (int c = 0; c < 3; c++)
+      for (int i = 0; i < H * W; i++) ASSERT_EQ(a.at(c * H * W + i), pixels[std::size_t(i * channels + c)]);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "file.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,17 @@ std::string system_error() { return std::strerror(errno); }
 std::string folder_of(const std::string &path) {
   const std::size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// The outputs being written, for the signal handler: an interrupted command removes its
+// temporary files too. Set only while their names are fixed.
+const OutputSet *g_writing = nullptr;
+
+void remove_and_reraise(int sig) {
+  if (g_writing)
+    for (std::size_t i = 0; i < g_writing->targets().size(); i++) unlink(g_writing->temporary(i).c_str());
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 // mkdir -p
@@ -112,9 +124,16 @@ OutputSet::OutputSet(std::vector<std::string> targets, const std::vector<std::st
     const std::string dir = slash == std::string::npos ? "" : t.substr(0, slash + 1);
     temps_.push_back(dir + "." + base + tag);
   }
+  g_writing = this;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    struct sigaction old {};
+    sigaction(sig, nullptr, &old);
+    if (old.sa_handler != SIG_IGN) signal(sig, remove_and_reraise);
+  }
 }
 
 OutputSet::~OutputSet() {
+  g_writing = nullptr;
   if (!committed_)
     for (const std::string &t : temps_) std::remove(t.c_str());
 }
