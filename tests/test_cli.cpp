@@ -399,6 +399,9 @@ TEST_F(Cli, CassiErrorsNameTheFile) {
   cli::write_npy(path("m5.npy"), raw({4, 5}, random_values<float>(20, 4, 0.1, 1), DType::f32));
   fails({"cassi", "pinv", "y.npy", "--mask", "m5.npy", "--step", "3", "-o", "x2.npy"}, 1, {"y.npy", "width 9"});
   fails({"cassi", "pinv", "y.npy", "--mask", "m5.npy", "--step", "0", "-o", "x2.npy"}, 2, {"--bands"});
+  // A result larger than memory is refused before allocating it.
+  fails({"cassi", "phi", "--mask", "m5.npy", "--bands", "1000000", "--step", "16777216", "-o", "phi.npy"}, 1,
+        {"phi would have shape (4, 16777199222789)", "MiB of memory"});
 }
 
 // ---- bad files ----

@@ -264,6 +264,15 @@ std::vector<Source> Context::read_inputs(const std::vector<std::string> &specs, 
   return sources;
 }
 
+std::int64_t Context::checked_elements(const Shape &shape, std::size_t element_size, const char *what) const {
+  const std::int64_t memory = std::int64_t(sysconf(_SC_PHYS_PAGES)) * std::int64_t(sysconf(_SC_PAGESIZE));
+  const std::int64_t n = element_count(shape, INT64_MAX / 16);
+  if (n < 0 || n * std::int64_t(element_size) > memory)
+    throw Failure(std::string(what) + " would have shape " + shape_string(shape) + ", more than this machine's " +
+                  std::to_string(memory >> 20) + " MiB of memory");
+  return n;
+}
+
 std::string Context::output_path() const {
   if (output.empty()) throw UsageError(std::string("hpipe ") + command.name + ": -o OUT is required");
   return output;
@@ -324,7 +333,7 @@ std::string Context::times_line() const {
 
 std::string Context::finish_json(double total_ms) const {
   Json j;
-  j.set("command", std::string(command.name) + (positional.empty() || std::string(command.name) != "cassi" ? "" : " " + positional[0]));
+  j.set("command", command.name);
   Json times;
   for (const auto &t : times_) times.set(t.first, t.second);
   times.set("total", total_ms);
@@ -368,7 +377,7 @@ int main(int argc, char **argv) {
       print_help(std::cout, *command);
       return 0;
     }
-    if (const auto t = ctx.value("--threads")) set_num_threads(static_cast<int>(ctx.integer("--threads", 0, 1, 1024)));
+    if (ctx.has("--threads")) set_num_threads(static_cast<int>(ctx.integer("--threads", 0, 1, 1024)));
     const int status = command->run(ctx);
     const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (ctx.json) {

@@ -111,6 +111,11 @@ class Context {
   Stack<T> stack(std::vector<Source> &&sources) {
     return timed("decode", [&] { return to_stack<T>(std::move(sources), read); });
   }
+  // A zeroed result of `shape`; a Failure (not an out-of-memory crash) when it cannot fit in RAM.
+  template <class T>
+  std::vector<T> allocate(const Shape &shape, const char *what) const {
+    return std::vector<T>(static_cast<std::size_t>(checked_elements(shape, sizeof(T), what)));
+  }
   // -o OUT; UsageError when missing.
   std::string output_path() const;
   // Writes to `target` (see write_stack): progress "writing", the report in the summary, a
@@ -141,6 +146,7 @@ class Context {
   // Every file read so far (outputs may never replace one).
   const std::vector<std::string> &input_files() const { return input_files_; }
   std::string finish_json(double total_ms) const;
+  std::int64_t checked_elements(const Shape &shape, std::size_t element_size, const char *what) const;
   std::string times_line() const;
 
  private:
