@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "errors.h"
 #include "file.h"
@@ -79,6 +80,10 @@ template <class Stored, class T>
 void decode_into(const RawArray &a, const Decoder &decode, T *out) {
   const std::int64_t n = a.size();
   const unsigned char *p = a.bytes.data();
+  if (std::is_same_v<Stored, T> && decode.offset == 0 && decode.factor == 1) {
+    std::memcpy(out, p, static_cast<std::size_t>(n) * sizeof(T));  // the values as they are
+    return;
+  }
   for (std::int64_t k = 0; k < n; k++) {
     Stored v;
     std::memcpy(&v, p + k * sizeof(Stored), sizeof(Stored));
@@ -326,7 +331,9 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const std
     a.dtype = report.type;
     a.bytes.resize(static_cast<std::size_t>(per_plane) * size_of(a.dtype));
     const T *src = data.data() + p * per_plane;
-    for (std::int64_t i = 0; i < per_plane; i++) {
+    const bool as_is = options.scale.mode == Scale::none && size_of(a.dtype) == sizeof(T) && !integer;
+    if (as_is) std::memcpy(a.bytes.data(), src, a.bytes.size());  // floats of the work's own type
+    for (std::int64_t i = 0; i < per_plane && !as_is; i++) {
       const double v = options.scale.mode == Scale::none && !integer ? double(src[i]) : (src[i] - lo) / span * top;
       unsigned char *dst = a.bytes.data() + static_cast<std::size_t>(i) * size_of(a.dtype);
       if (integer) {
