@@ -22,10 +22,14 @@ set(HPIPE_CUDA_TARGET x86-64-linux-sse41-cuda-cuda_capability_80-user_context
 
 set_property(GLOBAL PROPERTY HPIPE_KERNEL_LIBRARIES "")
 
-# The generator executable is made once, from every generator source; pipelines/ fills it.
+# The generator executable is made once, from every generator source; pipelines/ fills it. The
+# algorithms and schedules it instantiates come from the library hpipe_schedules (made first).
 function(hpipe_add_generators)
+  target_include_directories(hpipe_schedules PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(hpipe_schedules PUBLIC Halide::Halide)
+  target_compile_options(hpipe_schedules PRIVATE -O1)
   add_halide_generator(hpipe_generators SOURCES ${ARGN})
-  target_include_directories(hpipe_generators PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(hpipe_generators PRIVATE hpipe_schedules)
   target_compile_options(hpipe_generators PRIVATE -O1)
 
   # The shared runtime: its target is the greatest common target of all kernel targets (CPU
