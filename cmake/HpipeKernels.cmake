@@ -97,6 +97,7 @@ function(hpipe_add_kernel NAME)
       endif ()
       set(params "")
       if (knobs)  # empty: the schedule's defaults
+        string(REPLACE "=" ":" knobs "${knobs}")  # the generator command line allows one '=' per argument
         set(params "knobs=${knobs}")
       endif ()
       add_halide_library(${lib} FROM hpipe_generators
