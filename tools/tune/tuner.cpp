@@ -183,6 +183,13 @@ class CpuTuner {
     }
     confirm();
     if (o_.progress) std::cerr << "\n";
+    int measured = 0, failed = 0, wrong = 0;
+    for (const auto &[key, r] : known_) measured++, failed += r.status == "failed", wrong += r.status == "wrong";
+    const Record *best = best_knobs();
+    std::cerr << "hpipe-tune: " << op_.name << ": " << measured - resumed_ << " measured, " << resumed_
+              << " resumed, " << failed << " failed, " << wrong << " discarded (wrong results)";
+    if (best) std::cerr << "; best knobs " << best->knobs << " " << best->time_ms << " ms";
+    std::cerr << "\n";
   }
 
  private:
