@@ -98,8 +98,24 @@ elseif (STEP STREQUAL "tune")
   run(0 "${TUNE}" report --db "${db}")
   expect_in("${out}" "discarded")
 
+  # Import of bundle results (a GPU host's records, written here by hand): appended once, and
+  # their best knobs become the file's cuda knobs.
+  set(gpu "{\"op\":\"cassi_forward\",\"type\":\"f32\",\"backend\":\"cuda\",\"shape\":\"B=2,C=6,H=32,W=48,S=2,axis=w,mask=shared\",\"target\":\"x86-64-linux-cuda-cuda_capability_80-sse41-user_context\",\"machine\":\"Test GPU\",\"threads\":0,\"scheduler\":\"knobs\"")
+  file(WRITE "${WORK}/results.jsonl"
+       "${gpu},\"knobs\":\"block_w=32,block_h=8\",\"is_default\":true,\"status\":\"ok\",\"time_ms\":0.5}\n"
+       "${gpu},\"knobs\":\"block_w=64,block_h=4\",\"status\":\"ok\",\"time_ms\":0.25}\n"
+       "${gpu},\"knobs\":\"block_w=16,block_h=1\",\"status\":\"wrong\",\"time_ms\":0.1}\n")
+  run(0 "${TUNE}" import "${WORK}/results.jsonl" --db "${db}")
+  run(0 "${TUNE}" import "${WORK}/results.jsonl" --db "${db}")
+  count_lines("${db}" "\"backend\":\"cuda\"" imported)
+  if (NOT imported EQUAL 3)
+    message(FATAL_ERROR "importing twice gave ${imported} cuda records, expected 3")
+  endif ()
+
   # Export; the configure step accepts the file and the generator builds with its knobs.
   run(0 "${TUNE}" export --db "${db}" --out "${WORK}/tuned.json")
+  file(READ "${WORK}/tuned.json" tuned)
+  expect_in("${tuned}" "\"cuda\": {\"block_w\": 64, \"block_h\": 4}")
   run(0 "${CMAKE_COMMAND}" -D FILE=${WORK}/tuned.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json
       -P "${SOURCE}/cmake/HpipeTuning.cmake")
   string(REGEX MATCH "HPIPE_KNOBS_cassi_forward_cpu=([^\n]*)" line "${out}${err}")

@@ -14,7 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
-#include <mutex>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -183,10 +183,10 @@ class CpuTuner {
     }
     confirm();
     if (o_.progress) std::cerr << "\n";
-    int measured = 0, failed = 0, wrong = 0;
-    for (const auto &[key, r] : known_) measured++, failed += r.status == "failed", wrong += r.status == "wrong";
+    int failed = 0, wrong = 0;
+    for (const auto &[key, r] : known_) failed += r.status == "failed", wrong += r.status == "wrong";
     const Record *best = best_knobs();
-    std::cerr << "hpipe-tune: " << op_.name << ": " << measured - resumed_ << " measured, " << resumed_
+    std::cerr << "hpipe-tune: " << op_.name << ": " << measured_ << " measured, " << resumed_
               << " resumed, " << failed << " failed, " << wrong << " discarded (wrong results)";
     if (best) std::cerr << "; best knobs " << best->knobs << " " << best->time_ms << " ms";
     std::cerr << "\n";
@@ -246,10 +246,7 @@ class CpuTuner {
         if (!seen_this_run_.count(t)) untried.push_back(t);
       if (untried.empty()) return;
       offer(untried, o_.max_variants);
-      if (best_knobs() && best_knobs()->knobs == from && std::all_of(untried.begin(), untried.end(), [&](auto &t) {
-            return seen_this_run_.count(t);
-          }))
-        return;
+      if (best_knobs()->knobs == from) return;  // no neighbour is faster: a local optimum
     }
   }
 
@@ -369,6 +366,7 @@ class CpuTuner {
       r.when = utc_now();
       append_record(o_.db, r);
       known_[r.key()] = r;
+      measured_++;
       tick(c.variant, &known_[r.key()], r.status);
       if (r.verified() && c.variant.scheduler == "knobs") verified_.emplace(c.variant.knobs, c);
     }
@@ -424,7 +422,7 @@ class CpuTuner {
   std::map<std::string, Record> known_;  // key -> latest record (this context and shape)
   std::set<std::string> seen_this_run_;
   std::map<std::string, Compiled> verified_;  // knobs -> compiled, for the re-measurement
-  int planned_ = 0, done_ = 0, resumed_ = 0;
+  int planned_ = 0, done_ = 0, resumed_ = 0, measured_ = 0;
 };
 
 }  // namespace
