@@ -15,9 +15,9 @@
 
 namespace hpipe::tune {
 
-// One argument of a kernel, in the pipeline's argument order. Buffers are float32, Halide order
-// (innermost first); `strides` may hold 0 (a broadcast dimension). `values` is the storage the
-// strides address (the expected output of a case is dense).
+// One input of a case, bound by name to the variant's JIT parameter (or, in the CUDA bundle, to its
+// AOT argument). Buffers are float32, Halide order (innermost first); `strides` may hold 0 (a
+// broadcast dimension) and `values` is the storage they address. Scalars are int32.
 struct Arg {
   std::string name;
   bool is_buffer = true;
