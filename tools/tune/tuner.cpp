@@ -372,13 +372,17 @@ class CpuTuner {
     }
   }
 
-  // Re-measures the three best knob variants back to back; the database keeps their new times.
+  // Re-measures the three best knob variants and the default back to back, so that the winner and
+  // the speedup over the default come from measurements taken under the same conditions; the
+  // database keeps their new times.
   void confirm() {
     std::vector<Record> best;
     for (const auto &[key, r] : known_)
       if (r.verified() && r.scheduler == "knobs") best.push_back(r);
     std::sort(best.begin(), best.end(), [](auto &a, auto &b) { return a.time_ms < b.time_ms; });
-    best.resize(std::min<std::size_t>(best.size(), 3));
+    const auto def = std::find_if(best.begin(), best.end(), [](const Record &r) { return r.is_default; });
+    if (def - best.begin() >= 3) std::iter_swap(best.begin() + 3, def);
+    best.resize(std::min<std::size_t>(best.size(), 4));
     for (const Record &old : best) {
       const auto kept = verified_.find(old.knobs);
       const Compiled c = kept != verified_.end() ? kept->second : compile({"knobs", old.knobs});
