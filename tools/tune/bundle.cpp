@@ -22,16 +22,17 @@ struct BundleVariantSpec {
   const TunableOp *op;
   int op_index;
   std::string scheduler, knobs, function;
+  bool is_default;
 };
 
-// The CUDA knob variants of one op: the default first, then the space (exhaustive when it fits,
-// else a random sample), at most `max` knob variants.
-std::vector<std::string> cuda_variants(const TunableOp &op, int max, std::uint32_t seed) {
-  auto space = enumerate(op.cuda);
+// The knob variants of one op: the default first, then the space (exhaustive when it fits, else a
+// random sample), at most `max` knob variants.
+std::vector<std::string> variants_of(const KnobSpace &knobs, int max, std::uint32_t seed) {
+  auto space = enumerate(knobs);
   if (int(space.size()) > max) std::shuffle(space.begin(), space.end(), std::mt19937(seed));
-  std::vector<std::string> out = {op.cuda.defaults};
+  std::vector<std::string> out = {knobs.defaults};
   for (const auto &t : space)
-    if (int(out.size()) < max && t != op.cuda.defaults) out.push_back(t);
+    if (int(out.size()) < max && t != knobs.defaults) out.push_back(t);
   return out;
 }
 
@@ -95,7 +96,7 @@ std::string table_source(const std::vector<const TunableOp *> &ops, const std::v
   s << "};\nconst int kOpCount = " << ops.size() << ";\nconst BundleVariant kVariants[] = {\n";
   for (const auto &v : variants)
     s << "  {" << v.op_index << ", \"" << v.scheduler << "\", \"" << v.knobs << "\", "
-      << (v.scheduler == "knobs" && v.knobs == v.op->cuda.defaults) << ", " << v.function << "_argv, " << v.function
+      << v.is_default << ", " << v.function << "_argv, " << v.function
       << "_metadata},\n";
   s << "};\nconst int kVariantCount = " << variants.size() << ";\nconst char kTarget[] = \"" << target
     << "\";\n}  // namespace hpipe::tune::bundle\n";
@@ -108,9 +109,10 @@ std::string quote_arg(const std::string &s) { return "'" + s + "'"; }
 
 int make_bundle(const BundleOptions &o) {
   const auto ops = select_ops(o.ops);
+  // A CPU target makes a CPU bundle (the op's CPU schedules): the same driver, runnable anywhere,
+  // which is how the bundle's verification and timing are tested without a GPU.
   const Halide::Target target(o.target.empty() ? HPIPE_CUDA_TARGET_DEFAULT : o.target);
-  if (!target.has_feature(Halide::Target::CUDA))
-    throw std::invalid_argument("bundle --target needs the cuda feature, got '" + target.to_string() + "'");
+  const bool cuda = target.has_feature(Halide::Target::CUDA);
   const Halide::Target variant_target = target.with_feature(Halide::Target::NoRuntime);
   mkdir(o.dir.c_str(), 0755);
 
@@ -118,14 +120,15 @@ int make_bundle(const BundleOptions &o) {
   std::vector<BundleVariantSpec> variants;
   for (std::size_t i = 0; i < ops.size(); i++) {
     cases.push_back(ops[i]->cases(o.size, o.seed));
-    for (const auto &t : cuda_variants(*ops[i], o.max_variants, o.seed))
-      variants.push_back({ops[i], int(i), "knobs", t, ""});
-    if (o.inject_wrong) variants.push_back({ops[i], int(i), "test-corrupt", ops[i]->cuda.defaults, ""});
+    const KnobSpace &space = cuda ? ops[i]->cuda : ops[i]->cpu;
+    for (const auto &t : variants_of(space, o.max_variants, o.seed))
+      variants.push_back({ops[i], int(i), "knobs", t, "", t == space.defaults});
+    if (o.inject_wrong) variants.push_back({ops[i], int(i), "test-corrupt", space.defaults, "", false});
   }
   for (std::size_t v = 0; v < variants.size(); v++) variants[v].function = "hpipe_tune_v" + std::to_string(v);
 
   // Compile the variants in parallel, each to an object with its _argv and _metadata entry points.
-  std::cerr << "hpipe-tune bundle: compiling " << variants.size() << " CUDA variants for " << target.to_string()
+  std::cerr << "hpipe-tune bundle: compiling " << variants.size() << " variants for " << target.to_string()
             << " (-j " << o.jobs << ")\n";
   std::vector<std::string> errors(variants.size());
   std::atomic<std::size_t> next{0}, done{0};
@@ -163,20 +166,20 @@ int make_bundle(const BundleOptions &o) {
   Halide::compile_standalone_runtime(o.dir + "/runtime.o", target);
   std::ofstream(o.dir + "/bundle_table.cpp") << table_source(ops, cases, built, target.to_string());
 
-  std::string command = quote_arg(HPIPE_CXX_COMPILER) + " -std=c++17 -O2 -static-libstdc++ -static-libgcc";
-  command += " -I" + quote_arg(HPIPE_SOURCE_DIR) + " -I" + quote_arg(HPIPE_HALIDE_INCLUDE_DIR) + " -I" +
-             quote_arg(HPIPE_BENCHMARK_INCLUDE_DIR);
-  command += " " + quote_arg(std::string(HPIPE_SOURCE_DIR) + "/tools/tune/bundle_main.cpp");
-  command += " " + quote_arg(std::string(HPIPE_SOURCE_DIR) + "/tools/tune/records.cpp");
+  // The driver (bundle_main.cpp, records.cpp) is prebuilt by CMake: hpipe_tune_bundle_driver.
+  std::string command = quote_arg(HPIPE_CXX_COMPILER) + " -std=c++17 -O1 -static-libstdc++ -static-libgcc";
+  command += " -I" + quote_arg(HPIPE_SOURCE_DIR);
   command += " " + quote_arg(o.dir + "/bundle_table.cpp");
   for (const auto &v : built) command += " " + quote_arg(o.dir + "/" + v.function + ".o");
+  command += " " + quote_arg(HPIPE_BUNDLE_DRIVER);
   command += " " + quote_arg(o.dir + "/runtime.o") + " -ldl -lpthread -o " + quote_arg(o.dir + "/hpipe-tune-bundle");
   std::cerr << "hpipe-tune bundle: linking " << o.dir << "/hpipe-tune-bundle\n";
   if (std::system(command.c_str()) != 0) {
     std::cerr << "hpipe-tune bundle: the build failed: " << command << "\n";
     return 1;
   }
-  std::cerr << "hpipe-tune bundle: done. On a GPU host (NVIDIA driver only):\n  ./hpipe-tune-bundle --out results.jsonl\n"
+  std::cerr << "hpipe-tune bundle: done. On " << (cuda ? "a GPU host (NVIDIA driver only)" : "the target host")
+            << ":\n  ./hpipe-tune-bundle --out results.jsonl\n"
             << "then here: hpipe-tune import results.jsonl\n";
   return 0;
 }
@@ -191,8 +194,8 @@ int import_results(const std::string &results, const std::string &db) {
   for (int n = 1; std::getline(in, line); n++) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Record r;
-    if (!from_json(line, r, error) || r.backend != "cuda")
-      throw std::invalid_argument(results + ":" + std::to_string(n) + ": not a CUDA bundle record" +
+    if (!from_json(line, r, error))
+      throw std::invalid_argument(results + ":" + std::to_string(n) + ": not a bundle record" +
                                   (error.empty() ? "" : " (" + error + ")"));
     if (have.insert(to_json(r)).second) {
       append_record(db, r);

@@ -1,5 +1,5 @@
-// The driver of the CUDA measurement bundle (built by `hpipe-tune bundle`, not by CMake). Runs on a
-// GPU host with only the NVIDIA driver: finds the GPU through libcuda, then for every variant
+// The driver of the CUDA measurement bundle (prebuilt by CMake as hpipe_tune_bundle_driver, linked
+// into each bundle by `hpipe-tune bundle`). Runs on a GPU host with only the NVIDIA driver: finds the GPU through libcuda, then for every variant
 // verifies the output against the reference (verification cases) and that every output element
 // is written (timing case, NaN-poisoned), times it with Halide's adaptive rule and writes one
 // JSON-line record; the three fastest are re-measured at the end (phase "confirm").
@@ -177,7 +177,9 @@ void measure(const BundleVariant &v, const BundleOp &op, double min_time, Record
       const auto result = Halide::Tools::benchmark(
           [&] {
             call(v, args);
-            if (halide_device_sync(nullptr, &b.output())) throw std::runtime_error("sync: " + g_halide_error);
+            // Wait for the GPU (a CPU bundle's output has no device interface and nothing to wait for).
+            if (b.output().device_interface && halide_device_sync(nullptr, &b.output()))
+              throw std::runtime_error("sync: " + g_halide_error);
           },
           config);
       r.time_ms = result.wall_time * 1e3, r.samples = result.samples, r.iterations = result.iterations;
@@ -204,8 +206,9 @@ int main(int argc, char **argv) {
       return a == "--help" ? 0 : 2;
     }
   }
-  std::string gpu, why;
-  if (!find_gpu(gpu, why)) {
+  const bool cuda = std::strstr(kTarget, "cuda") != nullptr;
+  std::string gpu = "CPU (bundle)", why;
+  if (cuda && !find_gpu(gpu, why)) {
     std::cerr << "hpipe-tune-bundle: no usable GPU: " << why << ". Run this bundle on a host with an NVIDIA GPU "
               << "and its driver; nothing was measured.\n";
     return 3;
@@ -218,7 +221,7 @@ int main(int argc, char **argv) {
     const BundleVariant &v = kVariants[i];
     const BundleOp &op = kOps[v.op];
     Record r;
-    r.op = op.name, r.backend = "cuda", r.target = kTarget, r.machine = gpu, r.threads = 0;
+    r.op = op.name, r.backend = cuda ? "cuda" : "cpu", r.target = kTarget, r.machine = gpu, r.threads = 0;
     r.scheduler = v.scheduler, r.knobs = v.knobs, r.is_default = v.is_default;
     r.shape = op.cases[0].shape;
     measure(v, op, min_time, r);
