@@ -344,6 +344,8 @@ class CpuTuner {
       }
       todo.push_back(v);
     }
+    if (o_.progress && isatty(2) && !todo.empty())
+      std::cerr << "\r  compiling " << todo.size() << " variants (-j " << o_.jobs << ")...\033[K" << std::flush;
     std::vector<Compiled> compiled(todo.size());
     std::atomic<std::size_t> next{0};
     std::vector<std::thread> workers;
