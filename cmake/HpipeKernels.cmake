@@ -7,7 +7,9 @@
 # Each is a static library whose C function has the same name as the library. All kernels share one
 # Halide runtime (hpipe_halide_runtime) so a program links CPU and CUDA kernels side by side.
 #
-# Knobs: a schedule's knobs come from the C++ defaults next to the schedule, overridden per kernel
+# Knobs: a schedule's knobs come from the C++ defaults next to the schedule (listed in
+# cmake/default_knobs.json), overridden by a tuned-knobs file -DHPIPE_TUNING_FILE=<file> from
+# `hpipe-tune export` (checked at configure time: cmake/HpipeTuning.cmake), overridden per kernel
 # and backend by the cache variables HPIPE_KNOBS_<NAME>_cpu / HPIPE_KNOBS_<NAME>_cuda
 # ("name:value,name:value"; set them from a tuned file with hpipe-tune).
 
@@ -22,10 +24,33 @@ set(HPIPE_CUDA_TARGET x86-64-linux-sse41-cuda-cuda_capability_80-user_context
 
 set_property(GLOBAL PROPERTY HPIPE_KERNEL_LIBRARIES "")
 
-# The generator executable is made once, from every generator source; pipelines/ fills it.
+include(HpipeTuning)
+set(HPIPE_TUNING_FILE "" CACHE FILEPATH
+    "Tuned-knobs file written by `hpipe-tune export`; empty: the C++ defaults (cmake/default_knobs.json)")
+if (HPIPE_TUNING_FILE)
+  hpipe_read_tuning_file("${HPIPE_TUNING_FILE}" "${CMAKE_CURRENT_LIST_DIR}/default_knobs.json")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${HPIPE_TUNING_FILE}")
+  # After every hpipe_add_kernel(): each op the file tunes must be a kernel of this build.
+  function(_hpipe_check_tuned_kernels)
+    get_property(tuned GLOBAL PROPERTY HPIPE_TUNED_KERNELS)
+    get_property(built GLOBAL PROPERTY HPIPE_KERNEL_NAMES)
+    foreach (op IN LISTS tuned)
+      if (NOT op IN_LIST built)
+        message(FATAL_ERROR "HPIPE_TUNING_FILE ${HPIPE_TUNING_FILE}: op '${op}' is not a kernel of this build")
+      endif ()
+    endforeach ()
+  endfunction()
+  cmake_language(DEFER CALL _hpipe_check_tuned_kernels)
+endif ()
+
+# The generator executable is made once, from every generator source; pipelines/ fills it. The
+# algorithms and schedules it instantiates come from the library hpipe_schedules (made first).
 function(hpipe_add_generators)
+  target_include_directories(hpipe_schedules PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(hpipe_schedules PUBLIC Halide::Halide)
+  target_compile_options(hpipe_schedules PRIVATE -O1)
   add_halide_generator(hpipe_generators SOURCES ${ARGN})
-  target_include_directories(hpipe_generators PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(hpipe_generators PRIVATE hpipe_schedules)
   target_compile_options(hpipe_generators PRIVATE -O1)
 
   # The shared runtime: its target is the greatest common target of all kernel targets (CPU
@@ -52,6 +77,7 @@ function(hpipe_add_kernel NAME)
   if (NOT ARG_GENERATOR OR NOT ARG_TYPES)
     message(FATAL_ERROR "hpipe_add_kernel(${NAME}): GENERATOR and TYPES are required")
   endif ()
+  set_property(GLOBAL APPEND PROPERTY HPIPE_KERNEL_NAMES ${NAME})
   set(backends cpu)
   if (HPIPE_CUDA)
     list(APPEND backends cuda)
@@ -65,9 +91,14 @@ function(hpipe_add_kernel NAME)
         set(targets ${HPIPE_CUDA_TARGET})
       endif ()
       set(HPIPE_KNOBS_${NAME}_${backend} "" CACHE STRING "Schedule knobs of ${NAME} on ${backend}")
+      set(knobs "${HPIPE_KNOBS_${NAME}_${backend}}")
+      if (NOT knobs)
+        get_property(knobs GLOBAL PROPERTY HPIPE_TUNED_${NAME}_${backend})
+      endif ()
       set(params "")
-      if (HPIPE_KNOBS_${NAME}_${backend})  # empty: the schedule's defaults
-        set(params "knobs=${HPIPE_KNOBS_${NAME}_${backend}}")
+      if (knobs)  # empty: the schedule's defaults
+        string(REPLACE "=" ":" knobs "${knobs}")  # the generator command line allows one '=' per argument
+        set(params "knobs=${knobs}")
       endif ()
       add_halide_library(${lib} FROM hpipe_generators
         GENERATOR ${ARG_GENERATOR}_${type}

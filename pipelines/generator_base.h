@@ -8,7 +8,7 @@
 #include <string>
 
 #include "Halide.h"
-#include "schedules/knobs.h"
+#include "schedules/common.h"
 
 namespace hpipe {
 
@@ -17,11 +17,7 @@ namespace hpipe {
 template <class Knobs, class Op>
 void apply_schedule(const Op &op, const Halide::Target &target, const std::string &text) {
   try {
-    if (target.has_feature(Halide::Target::CUDA)) {
-      schedule_cuda(op, target, sched::parse_knobs<typename Knobs::Cuda>(text));
-    } else {
-      schedule_cpu(op, target, sched::parse_knobs<typename Knobs::Cpu>(text));
-    }
+    sched::apply_knobs<Knobs>(op, target, text);
   } catch (const std::invalid_argument &e) {
     // Generators run at build time: a bad knob stops the build with the reason.
     std::cerr << "hpipe generator: bad knobs: " << e.what() << "\n";

@@ -1,7 +1,10 @@
 // Helpers every schedule uses.
 #pragma once
 
+#include <string>
+
 #include "generators/common.h"
+#include "schedules/knobs.h"
 
 namespace hpipe::sched {
 
@@ -14,5 +17,18 @@ inline int vector_lanes(const Halide::Target &target, const Halide::Type &type, 
 
 // The i-th pure argument of a Func, for schedules that address the algorithm's Vars.
 inline Halide::Var arg(const Halide::Func &f, int i) { return f.args().at(i); }
+
+// Schedules `op` with its family's knobs: the CUDA schedule when the target has CUDA, the CPU one
+// otherwise. `Knobs` names the knob structs (Knobs::Cpu, Knobs::Cuda); `text` ("a=1,b=2") overrides
+// their defaults and bad knobs throw std::invalid_argument. The AOT generators and the autotuner
+// (tools/tune) both schedule through here, so what is tuned is what ships.
+template <class Knobs, class Op>
+void apply_knobs(const Op &op, const Halide::Target &target, const std::string &text) {
+  if (target.has_feature(Halide::Target::CUDA)) {
+    schedule_cuda(op, target, parse_knobs<typename Knobs::Cuda>(text));
+  } else {
+    schedule_cpu(op, target, parse_knobs<typename Knobs::Cpu>(text));
+  }
+}
 
 }  // namespace hpipe::sched

@@ -26,7 +26,9 @@ std::string format_knobs(Knobs knobs) {
   return out.str();
 }
 
-// Parses "a:1,b:2" over the defaults of Knobs; unknown names and non-integers are errors.
+// Parses "a:1,b:2" over the defaults of Knobs; unknown names and non-integers are errors. "a=1"
+// is accepted too, but the build passes knobs with ':' (Halide's generator command line rejects a
+// second '=' in `knobs=...`).
 template <class Knobs>
 Knobs parse_knobs(const std::string &text) {
   Knobs knobs;
@@ -34,7 +36,7 @@ Knobs parse_knobs(const std::string &text) {
   std::string item;
   while (std::getline(in, item, ',')) {
     if (item.empty()) continue;
-    const auto eq = item.find(':');
+    const auto eq = item.find_first_of("=:");
     if (eq == std::string::npos) throw std::invalid_argument("knob '" + item + "' is not name:value");
     const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
     bool found = false;

@@ -1,0 +1,174 @@
+# hpipe-tune end to end with a tiny search space (cmake -P; run by ctest, see tests/CMakeLists.txt):
+#   TUNE       the hpipe-tune executable
+#   GENERATOR  the hpipe_generators executable
+#   SOURCE     the source tree
+#   WORK       a scratch directory (emptied)
+#   STEP       defaults | tune | bundle
+cmake_minimum_required(VERSION 3.22)
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(db "${WORK}/db.jsonl")
+
+function(run expect_rc)  # run(<rc> command...) -> out, err in the caller
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE o ERROR_VARIABLE e)
+  if (NOT rc STREQUAL expect_rc)
+    message(FATAL_ERROR "exit ${rc}, expected ${expect_rc}: ${ARGN}\n${o}\n${e}")
+  endif ()
+  set(out "${o}" PARENT_SCOPE)
+  set(err "${e}" PARENT_SCOPE)
+endfunction()
+
+function(expect_in text what)
+  # CMake wraps message() text at a width that depends on path lengths: compare with spaces folded.
+  string(REGEX REPLACE "[ \t\r\n]+" " " text "${text}")
+  string(FIND "${text}" "${what}" at)
+  if (at EQUAL -1)
+    message(FATAL_ERROR "expected '${what}' in:\n${text}")
+  endif ()
+endfunction()
+
+function(count_lines file match result)  # lines of `file` containing every string in `match` (a list)
+  file(STRINGS "${file}" lines)
+  set(n 0)
+  foreach (line IN LISTS lines)
+    set(all TRUE)
+    foreach (m IN LISTS match)
+      string(FIND "${line}" "${m}" at)
+      if (at EQUAL -1)
+        set(all FALSE)
+      endif ()
+    endforeach ()
+    if (all)
+      math(EXPR n "${n} + 1")
+    endif ()
+  endforeach ()
+  set(${result} ${n} PARENT_SCOPE)
+endfunction()
+
+if (STEP STREQUAL "defaults")
+  # The shipped default knobs are the C++ defaults, and configure-time checks reject bad files.
+  run(0 "${TUNE}" defaults --check "${SOURCE}/cmake/default_knobs.json")
+  run(0 "${CMAKE_COMMAND}" -D FILE=${SOURCE}/cmake/default_knobs.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json
+      -P "${SOURCE}/cmake/HpipeTuning.cmake")
+  file(READ "${SOURCE}/cmake/default_knobs.json" good)
+  string(REPLACE "\"rows_per_task\"" "\"rows_per_tusk\"" bad "${good}")
+  file(WRITE "${WORK}/bad_knob.json" "${bad}")
+  string(REPLACE "\"cassi_phi\"" "\"cassi_psi\"" bad "${good}")
+  file(WRITE "${WORK}/bad_op.json" "${bad}")
+  string(REPLACE "\"block_w\": 32" "\"block_w\": \"wide\"" bad "${good}")
+  file(WRITE "${WORK}/bad_value.json" "${bad}")
+  foreach (case bad_knob:unknown\ knob\ 'rows_per_tusk' bad_op:unknown\ op\ 'cassi_psi' bad_value:needs\ an\ integer)
+    string(REPLACE ":" ";" parts "${case}")
+    list(GET parts 0 name)
+    list(GET parts 1 message)
+    run(1 "${CMAKE_COMMAND}" -D FILE=${WORK}/${name}.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json
+        -P "${SOURCE}/cmake/HpipeTuning.cmake")
+    expect_in("${err}" "${message}")
+  endforeach ()
+  # The generator rejects an illegal combination with the reason.
+  run(1 "${GENERATOR}" -g cassi_forward_f32 -o "${WORK}" -e o target=host "knobs=vector_factor:0")
+  expect_in("${err}" "not a legal combination")
+elseif (STEP STREQUAL "tune")
+  set(tiny --size small --max-variants 2 --strategy exhaustive --no-autoschedulers --min-time 0.005 --no-progress)
+  run(0 "${TUNE}" tune --db "${db}" ${tiny})
+  run(0 "${TUNE}" list)
+  string(REGEX MATCHALL "\n[a-z0-9_]+" ops "\n${out}")
+  string(REPLACE "\n" "" ops "${ops}")
+  foreach (op IN LISTS ops)
+    count_lines("${db}" "\"op\":\"${op}\";\"status\":\"ok\";\"phase\":\"search\"" n)
+    if (NOT n EQUAL 2)
+      message(FATAL_ERROR "${op}: ${n} verified variants in ${db}, expected 2")
+    endif ()
+  endforeach ()
+
+  # Resume: nothing is measured again.
+  count_lines("${db}" "\"phase\":\"search\"" before)
+  run(0 "${TUNE}" tune --db "${db}" --resume ${tiny})
+  count_lines("${db}" "\"phase\":\"search\"" after)
+  if (NOT before EQUAL after)
+    message(FATAL_ERROR "--resume measured again: ${before} search records before, ${after} after")
+  endif ()
+  expect_in("${err}" "resumed")
+
+  # A deliberately wrong variant is discarded by verification and never exported.
+  run(0 "${TUNE}" tune --db "${db}" --ops cassi_adjoint --inject-wrong --size small --max-variants 1
+      --no-autoschedulers --min-time 0.005 --no-progress)
+  count_lines("${db}" "\"scheduler\":\"test-corrupt\";\"status\":\"wrong\"" wrong)
+  if (NOT wrong EQUAL 1)
+    message(FATAL_ERROR "the corrupted variant was not discarded (${wrong} wrong records)")
+  endif ()
+  run(0 "${TUNE}" report --db "${db}")
+  expect_in("${out}" "discarded")
+
+  # Import of bundle results (a GPU host's records, written here by hand): appended once, and
+  # their best knobs become the file's cuda knobs.
+  set(gpu "{\"op\":\"cassi_forward\",\"type\":\"f32\",\"backend\":\"cuda\",\"shape\":\"B=2,C=6,H=32,W=48,S=2,axis=w,mask=shared\",\"target\":\"x86-64-linux-cuda-cuda_capability_80-sse41-user_context\",\"machine\":\"Test GPU\",\"threads\":0,\"scheduler\":\"knobs\"")
+  file(WRITE "${WORK}/results.jsonl"
+       "${gpu},\"knobs\":\"block_w=32,block_h=8\",\"is_default\":true,\"status\":\"ok\",\"time_ms\":0.5}\n"
+       "${gpu},\"knobs\":\"block_w=64,block_h=4\",\"status\":\"ok\",\"time_ms\":0.25}\n"
+       "${gpu},\"knobs\":\"block_w=16,block_h=1\",\"status\":\"wrong\",\"time_ms\":0.1}\n")
+  run(0 "${TUNE}" import "${WORK}/results.jsonl" --db "${db}")
+  run(0 "${TUNE}" import "${WORK}/results.jsonl" --db "${db}")
+  count_lines("${db}" "\"backend\":\"cuda\"" imported)
+  if (NOT imported EQUAL 3)
+    message(FATAL_ERROR "importing twice gave ${imported} cuda records, expected 3")
+  endif ()
+
+  # A record of another machine, however fast, is never mixed with this machine's.
+  file(STRINGS "${db}" first LIMIT_COUNT 1)
+  string(REGEX REPLACE "\"machine\":\"[^\"]*\"" "\"machine\":\"Another CPU\"" other "${first}")
+  string(REGEX REPLACE "\"knobs\":\"[^\"]*\"" "\"knobs\":\"vector_factor=4,rows_per_task=32,sum_per_vector=0\"" other "${other}")
+  string(REGEX REPLACE "\"time_ms\":[0-9.e+-]+" "\"time_ms\":1e-09" other "${other}")
+  file(APPEND "${db}" "${other}\n")
+
+  # Export; the configure step accepts the file and the generator builds with its knobs.
+  run(0 "${TUNE}" export --db "${db}" --out "${WORK}/tuned.json")
+  file(READ "${WORK}/tuned.json" tuned)
+  string(FIND "${tuned}" "\"rows_per_task\": 32, \"sum_per_vector\": 0" mixed)
+  if (NOT mixed EQUAL -1)
+    message(FATAL_ERROR "export used another machine's record:\n${tuned}")
+  endif ()
+  expect_in("${tuned}" "\"cuda\": {\"block_w\": 64, \"block_h\": 4}")
+  run(0 "${CMAKE_COMMAND}" -D FILE=${WORK}/tuned.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json
+      -P "${SOURCE}/cmake/HpipeTuning.cmake")
+  string(REGEX MATCH "HPIPE_KNOBS_cassi_forward_cpu=([^\n]*)" line "${out}${err}")
+  if (NOT CMAKE_MATCH_1)
+    message(FATAL_ERROR "no cassi_forward knobs in the tuned file:\n${out}${err}")
+  endif ()
+  string(REPLACE "=" ":" knobs "${CMAKE_MATCH_1}")  # as hpipe_add_kernel() passes them
+  run(0 "${GENERATOR}" -g cassi_forward_f32 -o "${WORK}" -e o target=host "knobs=${knobs}")
+elseif (STEP STREQUAL "bundle")
+  # The CUDA bundle builds, needs no Halide or CUDA library, and says so when no GPU is usable.
+  run(0 "${TUNE}" bundle --out "${WORK}/cuda" --ops cassi_forward --max-variants 1 --size small --inject-wrong)
+  execute_process(COMMAND "${WORK}/cuda/hpipe-tune-bundle" --out "${WORK}/cuda.jsonl" RESULT_VARIABLE rc ERROR_VARIABLE e)
+  if (rc EQUAL 0)
+    message(STATUS "a GPU is usable here: importing its results")
+    run(0 "${TUNE}" import "${WORK}/cuda.jsonl" --db "${db}")
+  else ()
+    if (NOT rc EQUAL 3)
+      message(FATAL_ERROR "the bundle exited ${rc} without a GPU, expected 3:\n${e}")
+    endif ()
+    expect_in("${e}" "no usable GPU")
+  endif ()
+  find_program(LDD ldd)
+  if (LDD)
+    run(0 "${LDD}" "${WORK}/cuda/hpipe-tune-bundle")
+    if (out MATCHES "Halide|libcuda")
+      message(FATAL_ERROR "the bundle links Halide or CUDA libraries:\n${out}")
+    endif ()
+  endif ()
+
+  # The same driver on CPU variants runs here: verification discards the corrupted variant of every
+  # op, every other variant is verified and timed, and the records import.
+  run(0 "${TUNE}" bundle --out "${WORK}/cpu" --ops cassi_forward,cassi_shift --max-variants 2 --size small
+      --inject-wrong --target host-user_context)
+  run(0 "${WORK}/cpu/hpipe-tune-bundle" --out "${WORK}/cpu.jsonl" --min-time 0.005)
+  run(0 "${TUNE}" import "${WORK}/cpu.jsonl" --db "${db}")
+  count_lines("${db}" "\"scheduler\":\"test-corrupt\";\"status\":\"wrong\";\"phase\":\"search\"" wrong)
+  count_lines("${db}" "\"scheduler\":\"knobs\";\"status\":\"ok\";\"phase\":\"search\"" ok)
+  if (NOT wrong EQUAL 2 OR NOT ok EQUAL 4)
+    message(FATAL_ERROR "CPU bundle: ${wrong} wrong (expected 2) and ${ok} verified (expected 4) variants")
+  endif ()
+else ()
+  message(FATAL_ERROR "STEP is defaults, tune or bundle")
+endif ()

@@ -1,0 +1,214 @@
+// hpipe-tune: tunes the knobs of hpipe's schedules for this machine (CPU, in-process) or for a GPU
+// host (CUDA, through a measurement bundle), and exports the winners for the AOT build.
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "tools/tune/bundle.h"
+#include "tools/tune/tuner.h"
+
+namespace hpipe::tune {
+namespace {
+
+const char *kUsage = R"(usage: hpipe-tune <command> [options]
+
+commands:
+  tune      tune CPU schedules in-process (JIT), appending to the database
+  bundle    write and build the CUDA measurement bundle (run it on a GPU host)
+  import    append a bundle's results (JSON lines) to the database
+  report    per op: default vs best time, speedup, variants tried/failed/discarded
+  export    write the tuned-knobs file for -DHPIPE_TUNING_FILE=<file>
+  defaults  write (--out) or compare (--check) the default-knobs file (cmake/default_knobs.json)
+  list      the tunable ops and their knob spaces
+
+options:
+  --db FILE            results database, JSON lines (default hpipe-tune.jsonl)
+  --ops a,b            ops to tune or bundle (default: all)
+  --budget 10m         time budget of `tune` (s, m or h; default 10m)
+  --max-variants N     knob variants per op (default 64)
+  --strategy S         auto (exhaustive if the space fits, else random then greedy), exhaustive,
+                       random, greedy (default auto)
+  -j N                 compile N variants in parallel (default 2); variants are timed one at a time
+  --resume             skip variants the database already has for this machine and target
+  --size S             workload (W4 sizes, default) or small (for CI)
+  --target T           Halide target of `tune` (default: the host's) or of `bundle`'s CUDA code
+  --min-time S         seconds of timed samples per variant (default 0.1)
+  --no-autoschedulers  do not try Adams2019 and Mullapudi2016
+  --inject-wrong       test: add a deliberately wrong variant, which verification must discard
+  --no-progress        no progress bar
+  --out FILE|DIR       export / defaults / bundle output
+  --check FILE         defaults: fail unless FILE holds exactly the C++ defaults
+  --gpu NAME           export: the GPU whose CUDA records to use (default: the latest one)
+)";
+
+std::vector<std::string> split(const std::string &s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+double seconds(const std::string &s) {
+  std::size_t used = 0;
+  const double v = std::stod(s, &used);
+  const std::string unit = s.substr(used);
+  if (unit.empty() || unit == "s") return v;
+  if (unit == "m") return v * 60;
+  if (unit == "h") return v * 3600;
+  throw std::invalid_argument("--budget needs a number with s, m or h, got '" + s + "'");
+}
+
+// The best verified knobs per op of one context, from the latest record of each variant, at the
+// shape most recently measured for that op.
+std::map<std::string, std::string> best_knobs(const std::vector<Record> &records, const Record &where) {
+  const auto latest = latest_of_context(records, where);
+  std::map<std::string, std::string> shape, knobs;
+  std::map<std::string, double> time;
+  for (const Record &r : latest) shape[r.op] = r.shape;
+  for (const Record &r : latest) {
+    if (r.scheduler != "knobs" || !r.verified() || r.shape != shape[r.op]) continue;
+    if (!time.count(r.op) || r.time_ms < time[r.op]) time[r.op] = r.time_ms, knobs[r.op] = r.knobs;
+  }
+  return knobs;
+}
+
+int export_knobs(const std::vector<Record> &records, const std::string &out_path, const std::string &target,
+                 const std::string &gpu) {
+  const Context host = host_context(target);
+  Record cpu;
+  cpu.backend = "cpu", cpu.machine = host.machine, cpu.target = host.target, cpu.threads = host.threads;
+  const Record *cuda = nullptr;
+  for (const Record &r : records)
+    if (r.backend == "cuda" && (gpu.empty() || r.machine == gpu)) cuda = &r;  // the latest
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_op;
+  for (const auto &[op, text] : best_knobs(records, cpu)) by_op[op].push_back({"cpu", text});
+  if (cuda)
+    for (const auto &[op, text] : best_knobs(records, *cuda)) by_op[op].push_back({"cuda", text});
+  if (by_op.empty()) {
+    std::cerr << "hpipe-tune export: no verified records for " << host.machine << " / " << host.target << " ("
+              << host.threads << " threads)" << (gpu.empty() ? "" : " nor GPU " + gpu) << "\n";
+    return 1;
+  }
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> kernels;
+  for (const auto &op : registry())  // registry order, only ops known here
+    if (by_op.count(op.name)) kernels.push_back({op.name, by_op[op.name]});
+  std::string comment = "Tuned by hpipe-tune: cpu on " + host.machine + " (" + host.target + ", " +
+                        std::to_string(host.threads) + " threads)";
+  if (cuda) comment += "; cuda on " + cuda->machine + " (" + cuda->target + ")";
+  std::ofstream(out_path) << knobs_json(kernels, comment);
+  std::cerr << "hpipe-tune: wrote " << out_path << " (" << kernels.size() << " kernels)\n";
+  return 0;
+}
+
+int defaults(const std::string &out_path, const std::string &check_path) {
+  const std::string text = defaults_json();
+  if (!check_path.empty()) {
+    std::ifstream in(check_path);
+    std::stringstream have;
+    have << in.rdbuf();
+    if (have.str() != text) {
+      std::cerr << "hpipe-tune: " << check_path
+                << " does not match the C++ defaults; regenerate it with `hpipe-tune defaults --out " << check_path
+                << "`. Expected:\n"
+                << text;
+      return 1;
+    }
+    return 0;
+  }
+  if (out_path.empty()) {
+    std::cout << text;
+  } else {
+    std::ofstream(out_path) << text;
+  }
+  return 0;
+}
+
+void list() {
+  for (const auto &op : registry()) {
+    std::cout << op.name << "\n";
+    for (const auto *space : {&op.cpu, &op.cuda}) {
+      std::cout << "  " << (space == &op.cpu ? "cpu " : "cuda") << "  defaults " << space->defaults << "; "
+                << enumerate(*space).size() << " valid variants:";
+      for (std::size_t i = 0; i < space->names.size(); i++) {
+        std::cout << " " << space->names[i] << "{";
+        for (std::size_t j = 0; j < space->candidates[i].size(); j++)
+          std::cout << (j ? "," : "") << space->candidates[i][j];
+        std::cout << "}";
+      }
+      std::cout << "\n";
+    }
+  }
+}
+
+int run(int argc, char **argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  TuneOptions o;
+  BundleOptions b;
+  std::string out, check, gpu, input;
+  for (int i = 2; i < argc; i++) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--db") o.db = value();
+    else if (a == "--ops") o.ops = b.ops = split(value());
+    else if (a == "--budget") o.budget_s = seconds(value());
+    else if (a == "--max-variants") o.max_variants = b.max_variants = std::stoi(value());
+    else if (a == "--strategy") o.strategy = value();
+    else if (a == "-j") o.jobs = b.jobs = std::max(1, std::stoi(value()));
+    else if (a.rfind("-j", 0) == 0 && a.size() > 2) o.jobs = b.jobs = std::max(1, std::stoi(a.substr(2)));
+    else if (a == "--resume") o.resume = true;
+    else if (a == "--size") {
+      const std::string s = value();
+      if (s != "small" && s != "workload") throw std::invalid_argument("--size is small or workload, got '" + s + "'");
+      o.size = b.size = s == "small" ? Size::small : Size::workload;
+    } else if (a == "--target") o.target = b.target = value();
+    else if (a == "--min-time") o.min_time = std::stod(value());
+    else if (a == "--no-autoschedulers") o.autoschedulers = false;
+    else if (a == "--inject-wrong") o.inject_wrong = b.inject_wrong = true;
+    else if (a == "--no-progress") o.progress = false;
+    else if (a == "--out") out = value();
+    else if (a == "--check") check = value();
+    else if (a == "--gpu") gpu = value();
+    else if (a[0] != '-' && input.empty()) input = a;
+    else throw std::invalid_argument("unknown option '" + a + "' (see hpipe-tune --help)");
+  }
+  if (o.strategy != "auto" && o.strategy != "exhaustive" && o.strategy != "random" && o.strategy != "greedy")
+    throw std::invalid_argument("--strategy is auto, exhaustive, random or greedy, got '" + o.strategy + "'");
+
+  if (command == "tune") return tune(o);
+  if (command == "report") return print_report(load_records(o.db), std::cout), 0;
+  if (command == "export") return export_knobs(load_records(o.db), out.empty() ? "tuned_knobs.json" : out, o.target, gpu);
+  if (command == "defaults") return defaults(out, check);
+  if (command == "list") return list(), 0;
+  if (command == "bundle") {
+    if (out.empty()) throw std::invalid_argument("bundle needs --out DIR");
+    b.dir = out;
+    return make_bundle(b);
+  }
+  if (command == "import") {
+    if (input.empty()) throw std::invalid_argument("import needs the results file");
+    return import_results(input, o.db);
+  }
+  throw std::invalid_argument("unknown command '" + command + "' (see hpipe-tune --help)");
+}
+
+}  // namespace
+}  // namespace hpipe::tune
+
+int main(int argc, char **argv) {
+  try {
+    return hpipe::tune::run(argc, argv);
+  } catch (const std::exception &e) {
+    std::cerr << "hpipe-tune: " << e.what() << "\n";
+    return 2;
+  }
+}

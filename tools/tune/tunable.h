@@ -1,0 +1,129 @@
+// The registry of tunable ops: what hpipe-tune needs to know about an op, contributed by its family
+// in one small file (tools/tune/<family>_tune.cpp, see cassi_tune.cpp and docs/tuning.md).
+//
+// An op is tuned as float32 (the workload type); the knobs it wins apply to every element type of
+// the kernel (HPIPE_KNOBS_<op>_<backend>).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "Halide.h"
+#include "schedules/common.h"
+
+namespace hpipe::tune {
+
+// One input of a case, bound by name to the variant's JIT parameter (or, in the CUDA bundle, to its
+// AOT argument). Buffers are float32, Halide order (innermost first); `strides` may hold 0 (a
+// broadcast dimension) and `values` is the storage they address. Scalars are int32.
+struct Arg {
+  std::string name;
+  bool is_buffer = true;
+  std::vector<int> extents, strides;
+  std::vector<double> values;
+  int scalar = 0;  // when !is_buffer: an int32 scalar
+};
+
+// One problem on random data: the inputs, the output's extents and the reference output computed
+// in double precision by plain loops (tests/reference/).
+struct Case {
+  std::string shape;  // e.g. "B=16,C=28,H=256,W=256,S=2,axis=w"
+  std::vector<Arg> inputs;
+  std::string output_name;
+  std::vector<int> output_extents;
+  std::vector<double> expected;
+};
+
+// |actual - expected| <= abs + rel * |expected|, per element.
+struct Tolerance {
+  double abs = 0, rel = 0;
+};
+
+// A backend's knob space, read from a knob struct's visit() and valid() (schedules/knobs.h).
+struct KnobSpace {
+  std::vector<std::string> names;
+  std::vector<sched::Candidates> candidates;
+  std::string defaults;                            // "a:1,b:2", the C++ defaults
+  std::function<bool(const std::string &)> valid;  // parses and checks a "a:1,b:2" text
+};
+
+template <class Knobs>
+KnobSpace knob_space() {
+  KnobSpace space;
+  Knobs knobs;
+  knobs.visit([&](const char *name, int &, const sched::Candidates &candidates) {
+    space.names.push_back(name);
+    space.candidates.push_back(candidates);
+  });
+  space.defaults = sched::format_knobs(knobs);
+  space.valid = [](const std::string &text) {
+    try {
+      sched::parse_knobs<Knobs>(text);
+      return true;
+    } catch (const std::invalid_argument &) {
+      return false;
+    }
+  };
+  return space;
+}
+
+// The JIT pipeline of one variant: its output and the parameters a case binds by name.
+struct Built {
+  Halide::Target target;  // what the variant is compiled for (algorithms may depend on it)
+  Halide::Func output;
+  std::vector<Halide::ImageParam> buffers;
+  std::vector<Halide::Param<int>> scalars;
+};
+
+enum class Size { small, workload };
+
+struct TunableOp {
+  std::string name;     // the kernel's name in hpipe_add_kernel(), e.g. cassi_forward
+  KnobSpace cpu, cuda;  // from sched::<Family>Knobs::Cpu / ::Cuda
+  // The algorithm on fresh float32 JIT parameters, estimates set; scheduled with `knobs`
+  // ("a:1,b:2", CPU or CUDA schedule by the target's features) or, when `knobs` is null, left
+  // unscheduled for an autoscheduler. Bad knobs throw std::invalid_argument.
+  std::function<Built(const Halide::Target &, const std::string *knobs)> build;
+  // The timing case first, then verification cases (odd sizes, other dispersions).
+  std::function<std::vector<Case>(Size, std::uint32_t seed)> cases;
+  Tolerance tolerance;
+};
+
+// Makes an op entry from a family's algorithm: `algorithm(built)` creates the JIT parameters in
+// `built`, sets their estimates, sets `built.output` and returns the family's Op struct, which is
+// then scheduled by sched::apply_knobs<Knobs> (the generators' path).
+template <class Knobs, class Op>
+TunableOp make_op(std::string name, std::function<Op(Built &)> algorithm,
+                  std::function<std::vector<Case>(Size, std::uint32_t)> cases, Tolerance tolerance) {
+  TunableOp op;
+  op.name = std::move(name);
+  op.cpu = knob_space<typename Knobs::Cpu>();
+  op.cuda = knob_space<typename Knobs::Cuda>();
+  op.build = [algorithm](const Halide::Target &target, const std::string *knobs) {
+    Built built;
+    built.target = target;
+    const Op scheduled = algorithm(built);
+    if (knobs) sched::apply_knobs<Knobs>(scheduled, target, *knobs);
+    return built;
+  };
+  op.cases = std::move(cases);
+  op.tolerance = tolerance;
+  return op;
+}
+
+// Every registered op, in registration order.
+std::vector<TunableOp> &registry();
+
+struct Registrar {
+  explicit Registrar(std::vector<TunableOp> (*family)());
+};
+
+}  // namespace hpipe::tune
+
+// In a family's tools/tune/<family>_tune.cpp: HPIPE_TUNE_FAMILY(cassi) { return {make_op<...>(...), ...}; }
+#define HPIPE_TUNE_FAMILY(NAME)                                                                 \
+  static std::vector<::hpipe::tune::TunableOp> hpipe_tune_family_##NAME();                      \
+  static const ::hpipe::tune::Registrar hpipe_tune_registrar_##NAME(&hpipe_tune_family_##NAME); \
+  static std::vector<::hpipe::tune::TunableOp> hpipe_tune_family_##NAME()
