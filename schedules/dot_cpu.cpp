@@ -1,0 +1,35 @@
+// CPU-vector schedule of the batched dot product.
+//
+// Parallel over chunks of 2048 products (fused with rows, so a few long rows and many short rows
+// both fill the cores); within a chunk the kDotLanes partial sums are one register-resident vector
+// accumulator. Measured on a 2-core Xeon (Cascade Lake, AVX-512, KVM), 2 threads, default knobs:
+// see README "Performance" (numbers from `hpipe_bench --benchmark_filter='BM_stream_copy|BM_dot'`).
+#include "schedules/common.h"
+#include "schedules/dot.h"
+
+namespace hpipe::sched {
+
+using namespace Halide;
+
+void schedule_cpu(alg::BatchedDot op, const Target &, const DotCpuKnobs &k) {
+  Var c = arg(op.chunk_sum, 0), i = arg(op.chunk_sum, 1);
+  Var task("task"), to("to"), ti("ti");
+  op.chunk_sum.compute_root()
+      .fuse(c, i, task)
+      .split(task, to, ti, k.chunks_per_task, TailStrategy::GuardWithIf)
+      .parallel(to);
+
+  // The lanes of one chunk live in registers while its blocks stream past.
+  Var u = arg(op.lanes, 0);
+  op.lanes.compute_at(op.chunk_sum, ti).vectorize(u);
+  op.lanes.update().reorder(u, op.blocks.x).vectorize(u);
+  // Per chunk: a horizontal sum of kDotLanes values and at most kDotLanes - 1 leftover products.
+  // Their updates stay serial on purpose: scalar loops of at most kDotLanes iterations.
+  op.lane_total.compute_at(op.chunk_sum, ti);
+  op.tail_total.compute_at(op.chunk_sum, ti);
+
+  // One value per row: the chunks of the row (serial, a few per row), then the cast.
+  op.sum.compute_at(op.out, arg(op.out, 0));
+}
+
+}  // namespace hpipe::sched
