@@ -47,4 +47,35 @@ BatchedDot batched_dot(Func a, Func b, Expr length) {
   return op;
 }
 
+BatchedDotColumns batched_dot_columns(Func a, Func b, Expr length) {
+  Var i("i"), c("c"), g("g");
+  const Type t = value_type(a);
+  const Type acc = Float(64);
+  Expr chunk_count = (length + kDotColumnChunk - 1) / kDotColumnChunk;
+  Expr group_count = (chunk_count + kDotGroupChunks - 1) / kDotGroupChunks;
+  BatchedDotColumns op;
+
+  op.products = RDom(0, kDotColumnChunk, "product");
+  op.products.where(c * kDotColumnChunk + op.products.x < length);
+  // As in batched_dot: the predicate bounds k, which bounds inference cannot see.
+  Expr k = unsafe_promise_clamped(c * kDotColumnChunk + op.products.x, 0, length - 1);
+  op.chunk = Func("chunk");
+  op.chunk(i, c) = cast(t, 0);
+  op.chunk(i, c) += a(i, k) * b(i, k);
+
+  op.chunks = RDom(0, kDotGroupChunks, "chunk");
+  op.chunks.where(g * kDotGroupChunks + op.chunks.x < chunk_count);
+  op.group = Func("group");
+  op.group(i, g) = cast(acc, 0);
+  op.group(i, g) += cast(acc, op.chunk(i, g * kDotGroupChunks + op.chunks.x));
+
+  op.groups = RDom(0, group_count, "group");
+  op.sum = Func("sum");
+  op.sum(i) = cast(acc, 0);
+  op.sum(i) += op.group(i, op.groups);
+  op.out = Func("out");
+  op.out(i) = cast(t, op.sum(i));
+  return op;
+}
+
 }  // namespace hpipe::alg

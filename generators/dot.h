@@ -34,10 +34,27 @@ struct BatchedDot {
 };
 BatchedDot batched_dot(Halide::Func a, Halide::Func b, Halide::Expr length);
 
+// The same product for column-major operands (a transposed view): a(i, k), b(i, k), rows
+// contiguous along i. Every row accumulates serially over chunks of kDotColumnChunk products in
+// the element type; the chunk sums of a group of kDotGroupChunks chunks are summed in double,
+// then the groups. So here too no float32 partial sum covers more than 64 products.
+constexpr int kDotColumnChunk = 64;
+constexpr int kDotGroupChunks = 16;  // 1024 products per group
+
+struct BatchedDotColumns {
+  Halide::Func chunk;  // chunk(i, c) = sum over k in [c * 64, c * 64 + 64) of a * b (element type)
+  Halide::Func group;  // group(i, g) = sum over the chunks of group g of chunk(i, c), in double
+  Halide::Func sum;    // sum(i) = sum_g group(i, g), in double
+  Halide::Func out;    // out(i) = sum(i) in the element type
+  Halide::RDom products, chunks, groups;
+};
+BatchedDotColumns batched_dot_columns(Halide::Func a, Halide::Func b, Halide::Expr length);
+
 // Estimates: the W1 workload of shared/workloads.md, (N, K) = (500, 500).
 struct DotEstimates {
   int rows = 500, length = 500;
   Halide::Region matrix() const { return {{0, length}, {0, rows}}; }
+  Halide::Region columns() const { return {{0, rows}, {0, length}}; }
   Halide::Region out() const { return {{0, rows}}; }
 };
 

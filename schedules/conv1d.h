@@ -12,13 +12,18 @@ constexpr int kConv1dUnrolledTapsMin = 2, kConv1dUnrolledTapsMax = 9;
 struct Conv1dCpuKnobs {
   int vector_factor = 1;   // vector width in multiples of the target's natural width
   int rows_per_task = 64;  // rows one parallel task covers
+  int rows_per_stage = 8;  // rows padded together before they are convolved
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2});
     f("rows_per_task", rows_per_task, Candidates{8, 16, 32, 64, 128, 256});
+    f("rows_per_stage", rows_per_stage, Candidates{1, 2, 4, 8, 16});
   }
-  bool valid() const { return vector_factor >= 1 && rows_per_task >= 1; }
+  bool valid() const {
+    return vector_factor >= 1 && rows_per_stage >= 1 && rows_per_task >= rows_per_stage &&
+           rows_per_task % rows_per_stage == 0;
+  }
 };
 
 struct Conv1dCudaKnobs {

@@ -27,7 +27,9 @@ struct DotCudaKnobs {
 };
 
 void schedule_cpu(alg::BatchedDot op, const Halide::Target &t, const DotCpuKnobs &k);
+void schedule_cpu(alg::BatchedDotColumns op, const Halide::Target &t, const DotCpuKnobs &k);
 void schedule_cuda(alg::BatchedDot op, const Halide::Target &t, const DotCudaKnobs &k);
+void schedule_cuda(alg::BatchedDotColumns op, const Halide::Target &t, const DotCudaKnobs &k);
 
 struct DotKnobs {
   using Cpu = DotCpuKnobs;

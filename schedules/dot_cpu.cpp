@@ -32,4 +32,23 @@ void schedule_cpu(alg::BatchedDot op, const Target &, const DotCpuKnobs &k) {
   op.sum.compute_at(op.out, arg(op.out, 0));
 }
 
+// Column-major operands: parallel over groups of 1024 consecutive k, so each task streams one
+// contiguous block of memory; within it, rows of N elements are added into N running chunk sums
+// (vectorized along i; every i vector is masked at the end, as N may be smaller than a vector).
+void schedule_cpu(alg::BatchedDotColumns op, const Target &t, const DotCpuKnobs &) {
+  const int lanes = vector_lanes(t, value_type(op.out), 1);
+  Var i = arg(op.group, 0), g = arg(op.group, 1);
+  op.group.compute_root().parallel(g).vectorize(i, lanes, TailStrategy::GuardWithIf);
+  op.group.update().reorder(i, op.chunks.x, g).parallel(g).vectorize(i, lanes, TailStrategy::GuardWithIf);
+
+  Var ci = arg(op.chunk, 0);
+  op.chunk.store_at(op.group, g).compute_at(op.group, op.chunks.x).vectorize(ci, lanes, TailStrategy::GuardWithIf);
+  op.chunk.update().reorder(ci, op.products.x).vectorize(ci, lanes, TailStrategy::GuardWithIf);
+
+  Var oo("oo"), oi("oi"), si = arg(op.sum, 0);
+  op.out.split(arg(op.out, 0), oo, oi, lanes, TailStrategy::GuardWithIf).vectorize(oi);
+  op.sum.compute_at(op.out, oo).vectorize(si, lanes, TailStrategy::GuardWithIf);
+  op.sum.update().vectorize(si, lanes, TailStrategy::GuardWithIf);
+}
+
 }  // namespace hpipe::sched

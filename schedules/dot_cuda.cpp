@@ -27,4 +27,18 @@ void schedule_cuda(alg::BatchedDot op, const Target &, const DotCudaKnobs &k) {
   op.sum.compute_at(op.out, ii);  // both stages inside the thread
 }
 
+// Column-major operands: one thread per (row, group of 1024 k), neighbouring threads on
+// neighbouring rows (coalesced), the chunk sums in registers; then one thread per row.
+void schedule_cuda(alg::BatchedDotColumns op, const Target &, const DotCudaKnobs &k) {
+  Var i = arg(op.group, 0), g = arg(op.group, 1);
+  Var io("io"), ii("ii");
+  op.group.compute_root().gpu_tile(i, io, ii, k.rows_per_block, TailStrategy::GuardWithIf).gpu_blocks(g);
+  op.group.update().gpu_tile(i, io, ii, k.rows_per_block, TailStrategy::GuardWithIf).gpu_blocks(g);
+  op.chunk.compute_at(op.group, op.chunks.x);  // both stages inside the thread
+
+  Var oo("oo"), oi("oi");
+  op.out.gpu_tile(arg(op.out, 0), oo, oi, k.rows_per_block, TailStrategy::GuardWithIf);
+  op.sum.compute_at(op.out, oi);
+}
+
 }  // namespace hpipe::sched

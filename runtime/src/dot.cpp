@@ -3,9 +3,13 @@
 #include <string>
 
 #include "call.h"
+#include "hpipe_batched_dot_columns_f32_cpu.h"
+#include "hpipe_batched_dot_columns_f64_cpu.h"
 #include "hpipe_batched_dot_f32_cpu.h"
 #include "hpipe_batched_dot_f64_cpu.h"
 #ifdef HPIPE_HAVE_CUDA
+#include "hpipe_batched_dot_columns_f32_cuda.h"
+#include "hpipe_batched_dot_columns_f64_cuda.h"
 #include "hpipe_batched_dot_f32_cuda.h"
 #include "hpipe_batched_dot_f64_cuda.h"
 #endif
@@ -22,12 +26,25 @@ template <class T>
 struct DotKernels;
 template <>
 struct DotKernels<float> {
-  static constexpr auto dot = HPIPE_KERNEL(hpipe_batched_dot_f32);
+  static constexpr auto rows = HPIPE_KERNEL(hpipe_batched_dot_f32);
+  static constexpr auto columns = HPIPE_KERNEL(hpipe_batched_dot_columns_f32);
 };
 template <>
 struct DotKernels<double> {
-  static constexpr auto dot = HPIPE_KERNEL(hpipe_batched_dot_f64);
+  static constexpr auto rows = HPIPE_KERNEL(hpipe_batched_dot_f64);
+  static constexpr auto columns = HPIPE_KERNEL(hpipe_batched_dot_columns_f64);
 };
+
+// Rows contiguous along N rather than K: a transposed view of a (K, N) array.
+template <class T>
+bool column_major(const View<const T, 2> &v) {
+  return (v.stride(0) == 1 || v.shape(0) == 1) && v.stride(1) != 1 && v.shape(1) > 1;
+}
+
+template <class T>
+View<const T, 2> transposed(const View<const T, 2> &v) {
+  return View<const T, 2>(v.data(), {v.shape(1), v.shape(0)}, {v.stride(1), v.stride(0)}, v.memory());
+}
 
 template <class T>
 void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Options &options) {
@@ -40,10 +57,19 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
   if (out.shape() != rows)
     call.fail("out", "expected shape " + shape_string(rows) + " (one value per row of a), got " +
                          shape_string(out.shape()));
+  // Both operands column-major: the column kernel reads them in place. Otherwise the row kernel,
+  // which copies any operand whose K stride is not 1.
+  if (column_major(a) && column_major(b)) {
+    auto aa = call.input("a", transposed(a));
+    auto ba = call.input("b", transposed(b));
+    auto oa = call.output("out", out);
+    call.run(DotKernels<T>::columns, aa, ba, oa);
+    return;
+  }
   auto aa = call.input("a", a);
   auto ba = call.input("b", b);
   auto oa = call.output("out", out);
-  call.run(DotKernels<T>::dot, aa, ba, oa);
+  call.run(DotKernels<T>::rows, aa, ba, oa);
 }
 
 }  // namespace

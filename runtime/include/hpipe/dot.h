@@ -1,14 +1,17 @@
 // Batched dot product: out[i] = sum_k a[i, k] * b[i, k].
 //
 // Shapes (NumPy order): a, b (N, K); out (N,) (NumPy's `(a * b).sum(1)`; W1's (N, 1) is a reshape).
-// Any strides are accepted. A view whose innermost (K) stride is not 1, e.g. a transposed
-// view, is copied densely first (measured cost: BM_dot_transposed in hpipe_bench).
+// Any strides are accepted. Row-major operands (K stride 1) and column-major ones (N stride 1,
+// e.g. transposed views of (K, N) arrays) are read in place by their own kernels; any other
+// layout, or one operand of each kind, is first copied densely (measured: BM_dot_transposed,
+// BM_dot_mixed in hpipe_bench).
 //
-// Accuracy (eps32 = 2^-24, eps64 = 2^-53, S = sum_k |a[i, k] * b[i, k]|):
-//   float32: 32 float partial sums each cover at most 64 products (a chunk of 2048 elements);
-//            lanes, chunks and the K % 32 leftover products are summed in double. The bound does not
-//            grow with K:   |out[i] - exact| <= eps32 * |exact| + 66 * eps32 * S   (K < 2^31).
-//   float64: the same order in double:   |out[i] - exact| <= (100 + K / 2048) * eps64 * S.
+// Accuracy (eps32 = 2^-24, eps64 = 2^-53, S = sum_k |a[i, k] * b[i, k]|): no partial sum in the
+// element type covers more than 64 products; those partial sums are combined in double.
+//   float32: the bound does not grow with K:   |out[i] - exact| <= eps32 * |exact| + 66 * eps32 * S
+//            (K < 2^31). Row-major: 32 float lanes over chunks of 2048 elements; column-major:
+//            one float sum per 64 consecutive k.
+//   float64: the same orders in double:   |out[i] - exact| <= (100 + K / 1024) * eps64 * S.
 // (For comparison, one serial float sum guarantees only about K * eps32 * S.)
 //
 // Outputs must not overlap inputs. K = 0 or N = 0 is an error.
