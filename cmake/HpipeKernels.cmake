@@ -9,7 +9,7 @@
 #
 # Knobs: a schedule's knobs come from the C++ defaults next to the schedule, overridden per kernel
 # and backend by the cache variables HPIPE_KNOBS_<NAME>_cpu / HPIPE_KNOBS_<NAME>_cuda
-# ("name=value,name=value"; set them from a tuned file with hpipe-tune).
+# ("name:value,name:value"; set them from a tuned file with hpipe-tune).
 
 # Every target carries user_context: the runtime passes a per-call context that collects errors.
 set(HPIPE_CPU_TARGETS

@@ -13,6 +13,7 @@ Func zero_outside(Func f, const CassiGeometry &g) {
 }
 }  // namespace
 
+
 Expr CassiGeometry::offset(const Expr &band) const {
   return band * step - min(0, (bands - 1) * step);
 }
@@ -25,18 +26,58 @@ Expr CassiGeometry::measurement_height() const {
   return height + select(axis == 1, (bands - 1) * abs(step), 0);
 }
 
-CassiForward cassi_forward(Func x, Func mask, const CassiGeometry &g) {
-  Func masked("masked");
-  masked(w, h, c, b) = mask(w, h, c) * x(w, h, c, b);
-  Func inside = zero_outside(masked, g);
+Type accumulator_type(Type t) { return t == Float(32) ? Float(64) : t; }
 
+BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, Type result, const std::string &name) {
+  std::vector<Var> rest;
+  for (int d = 3; d < f.dimensions(); d++) rest.push_back(Var("rest" + std::to_string(d)));
+  auto args = [&](std::vector<Expr> first) {
+    first.insert(first.end(), rest.begin(), rest.end());
+    return first;
+  };
+  const Type acc = value_type(f), t = result;
+  // f at (ws, hs), zero outside the band image. Clamps and conditions only where an index can
+  // leave the image, so that rows stay dense vector loads: along width only w moves (and only
+  // when the axis is width), along height only h does.
+  auto at = [&](const Expr &ws, const Expr &hs, const Expr &c, bool w_moves) {
+    Expr inside = hs >= 0 && hs < g.height;
+    Expr wc = ws;
+    if (w_moves) {
+      inside = inside && (g.axis != 0 || (ws >= 0 && ws < g.width));
+      wc = select(g.axis == 0, clamp(ws, 0, g.width - 1), ws);
+    }
+    return select(inside, f(args({wc, clamp(hs, 0, g.height - 1), c})), cast(acc, 0));
+  };
+
+  BandSum s;
+  s.axis = g.axis;
+  s.bands = RDom(0, g.bands, name + "_c");
+  s.gather = Func(name + "_gather");
+  s.gather(args({w, h})) = cast(acc, 0);
+  s.gather(args({w, h})) += at(w - g.shift_w(s.bands), h - g.shift_h(s.bands), s.bands, true);
+  s.sum = Func(name);
+  if (form == BandSumForm::gather) {
+    s.sum(args({w, h})) = cast(t, s.gather(args({w, h})));
+    return s;
+  }
+  s.row_and_band = RDom(0, g.width, 0, g.bands, name + "_wc");
+  const RVar rw = s.row_and_band.x, rc = s.row_and_band.y;
+  s.scatter = Func(name + "_scatter");
+  s.scatter(args({w, h})) = cast(acc, 0);
+  // Used only when the axis is width: rows are not displaced, and h >= H never occurs.
+  s.scatter(args({rw + g.offset(rc), h})) += at(rw, h, rc, false);
+  s.sum(args({w, h})) = cast(t, select(g.axis == 0, s.scatter(args({w, h})), s.gather(args({w, h}))));
+  return s;
+}
+
+CassiForward cassi_forward(Func x, Func mask, const CassiGeometry &g, BandSumForm form) {
+  const Type t = value_type(x), acc = accumulator_type(t);
+  Func masked("masked");
+  masked(w, h, c, b) = cast(acc, mask(w, h, c)) * cast(acc, x(w, h, c, b));
   CassiForward op;
-  op.bands = RDom(0, g.bands, "band");
-  op.sum = Func("sum");
-  op.sum(w, h, b) = cast(value_type(x), 0);
-  op.sum(w, h, b) += inside(w - g.shift_w(op.bands), h - g.shift_h(op.bands), op.bands, b);
+  op.sum = band_sum(masked, g, form, t, "sum");
   op.y = Func("y");
-  op.y(w, h, b) = op.sum(w, h, b);
+  op.y(w, h, b) = op.sum.sum(w, h, b);
   return op;
 }
 
@@ -47,26 +88,22 @@ CassiAdjoint cassi_adjoint(Func y, Func mask, const CassiGeometry &g) {
   return op;
 }
 
-CassiPhi cassi_phi(Func mask, const CassiGeometry &g) {
+CassiPhi cassi_phi(Func mask, const CassiGeometry &g, BandSumForm form) {
+  const Type t = value_type(mask), acc = accumulator_type(t);
   Func squared("mask_squared");
-  squared(w, h, c) = mask(w, h, c) * mask(w, h, c);
-  Func inside = BoundaryConditions::constant_exterior(squared, cast(value_type(mask), 0),
-                                                      {{0, g.width}, {0, g.height}});
+  squared(w, h, c) = cast(acc, mask(w, h, c)) * cast(acc, mask(w, h, c));
   CassiPhi op;
-  op.bands = RDom(0, g.bands, "band");
-  Func sum_sq("phi_sum");
-  sum_sq(w, h) = cast(value_type(mask), 0);
-  sum_sq(w, h) += inside(w - g.shift_w(op.bands), h - g.shift_h(op.bands), op.bands);
-  op.phi_sum = sum_sq;
+  op.sum = band_sum(squared, g, form, t, "phi_sum");
   op.phi = Func("phi");
   // A column no band reaches (or an all-zero mask column) has Phi = 0; 1 keeps y / Phi finite.
-  op.phi(w, h) = select(sum_sq(w, h) == 0, cast(value_type(mask), 1), sum_sq(w, h));
+  Func sum = op.sum.sum;
+  op.phi(w, h) = select(sum(w, h) == 0, cast(t, 1), sum(w, h));
   return op;
 }
 
-CassiPinv cassi_pinv(Func y, Func mask, const CassiGeometry &g) {
+CassiPinv cassi_pinv(Func y, Func mask, const CassiGeometry &g, BandSumForm form) {
   CassiPinv op;
-  op.phi = cassi_phi(mask, g);
+  op.phi = cassi_phi(mask, g, form);
   op.normalized = Func("normalized");
   op.normalized(w, h, b) = y(w, h, b) / op.phi.phi(w, h);
   op.x = cassi_adjoint(op.normalized, mask, g).x;

@@ -25,13 +25,39 @@ struct CassiGeometry {
   Halide::Expr measurement_height() const;
 };
 
+// sum_c f(w' - sw(c), h' - sh(c), c, rest...) over the bands, f zero outside the band image.
+// Two forms: `gather` reads, for each output, band c at its displaced position; for width
+// dispersion its vector loads are misaligned by a per-band amount and must be clamped, so CPUs
+// use `scatter` there: each row of band c added, densely, at offset o_c.
+enum class BandSumForm { gather, scatter_along_width };
+struct BandSum {
+  Halide::Func gather;
+  Halide::Func scatter;       // defined with BandSumForm::scatter_along_width only
+  Halide::Func sum;           // gather, or scatter when the axis is width
+  Halide::RDom bands;         // c of gather's update
+  Halide::RDom row_and_band;  // (w, c) of scatter's update
+  Halide::Expr axis;          // the geometry's axis, for schedules to specialize on
+};
+// f(w, h, c, rest...) -> sum(w', h', rest...), accumulated in f's type, rounded to `result`.
+BandSum band_sum(Halide::Func f, const CassiGeometry &g, BandSumForm form, Halide::Type result,
+                 const std::string &name);
+
+// Sums of float32 products are formed in float64: the products are exact there and the sum is
+// rounded once, so float32 A x and Phi are within 0.5 ULP of the exact result. (Rounding each of C
+// growing partial sums in float32 made A's error the largest error of everything built on it.)
+Halide::Type accumulator_type(Halide::Type t);
+
+// The form each backend's schedule expects (the generators pass it to the algorithm).
+inline BandSumForm band_sum_form(const Halide::Target &t) {
+  return t.has_gpu_feature() ? BandSumForm::gather : BandSumForm::scatter_along_width;
+}
+
 // Each op returns its output and the intermediate Funcs a schedule may place.
 struct CassiForward {
-  Halide::Func sum;  // sum_c (m * x)(w' - sw(c), h' - sh(c), c, b), zero outside the band image
-  Halide::Func y;    // = sum; separate so a schedule can accumulate in registers
-  Halide::RDom bands;
+  BandSum sum;    // of m * x
+  Halide::Func y;  // = sum.sum
 };
-CassiForward cassi_forward(Halide::Func x, Halide::Func mask, const CassiGeometry &g);
+CassiForward cassi_forward(Halide::Func x, Halide::Func mask, const CassiGeometry &g, BandSumForm form);
 
 struct CassiAdjoint {
   Halide::Func x;  // x(w, h, c, b) = m(w, h, c) * y(w + sw(c), h + sh(c), b)
@@ -39,18 +65,17 @@ struct CassiAdjoint {
 CassiAdjoint cassi_adjoint(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
 
 struct CassiPhi {
-  Halide::Func phi_sum;  // sum_c m(w' - sw(c), h' - sh(c), c)^2
-  Halide::Func phi;      // phi_sum with 0 replaced by 1
-  Halide::RDom bands;
+  BandSum sum;      // of m^2
+  Halide::Func phi;  // sum with 0 replaced by 1
 };
-CassiPhi cassi_phi(Halide::Func mask, const CassiGeometry &g);
+CassiPhi cassi_phi(Halide::Func mask, const CassiGeometry &g, BandSumForm form);
 
 struct CassiPinv {
   CassiPhi phi;
   Halide::Func normalized;  // y / phi
   Halide::Func x;           // adjoint of normalized
 };
-CassiPinv cassi_pinv(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
+CassiPinv cassi_pinv(Halide::Func y, Halide::Func mask, const CassiGeometry &g, BandSumForm form);
 
 struct CassiPinvAlpha {
   Halide::Func normalized;    // y / alpha, alpha = number of bands covering the column

@@ -40,7 +40,7 @@ class CassiForwardGenerator : public Generator<CassiForwardGenerator<T>> {
   GeneratorOutput<Buffer<T>> y{"y", 3};
 
   void generate() {
-    auto op = alg::cassi_forward(x, args.mask, args.geometry());
+    auto op = alg::cassi_forward(x, args.mask, args.geometry(), alg::band_sum_form(this->get_target()));
     y = op.y;
     const CassiEstimates e;
     x.set_estimates(e.cube());
@@ -77,7 +77,7 @@ class CassiPhiGenerator : public Generator<CassiPhiGenerator<T>> {
   GeneratorOutput<Buffer<T>> phi{"phi", 2};
 
   void generate() {
-    auto op = alg::cassi_phi(args.mask, args.geometry());
+    auto op = alg::cassi_phi(args.mask, args.geometry(), alg::band_sum_form(this->get_target()));
     phi = op.phi;
     const CassiEstimates e;
     args.set_estimates(e);
@@ -95,7 +95,7 @@ class CassiPinvGenerator : public Generator<CassiPinvGenerator<T>> {
   GeneratorOutput<Buffer<T>> x{"x", 4};
 
   void generate() {
-    auto op = alg::cassi_pinv(y, args.mask, args.geometry());
+    auto op = alg::cassi_pinv(y, args.mask, args.geometry(), alg::band_sum_form(this->get_target()));
     x = op.x;
     const CassiEstimates e;
     y.set_estimates(e.measurement());

@@ -8,13 +8,13 @@ namespace hpipe::sched {
 
 struct CassiCpuKnobs {
   int vector_factor = 1;   // vector width in multiples of the target's natural width
-  int rows_per_task = 8;   // rows of one image a parallel task covers
+  int rows_per_task = 32;  // rows of one image a parallel task covers
   int sum_per_vector = 1;  // reductions: 1 = accumulate one vector in registers, 0 = a whole row in L1
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
-    f("rows_per_task", rows_per_task, Candidates{1, 2, 4, 8, 16, 32});
+    f("rows_per_task", rows_per_task, Candidates{1, 2, 4, 8, 16, 32, 64, 128});
     f("sum_per_vector", sum_per_vector, Candidates{0, 1});
   }
   bool valid() const { return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1; }

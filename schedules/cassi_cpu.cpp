@@ -24,8 +24,11 @@ Var schedule_cube_output(Func f, const Target &t, const CassiCpuKnobs &k) {
   return task;
 }
 
-// Image-shaped outputs f(w, h, [b]) computed from a reduction `sum` over bands.
-void schedule_band_sum(Func out, Func sum, const CassiCpuKnobs &k, const Target &t) {
+// Image-shaped outputs out(w, h, [b]) of a band sum: tasks of rows, rows vectorized. Width
+// dispersion scatters, band after band, the task's rows into a block of sums in L1/L2, so each
+// band is one sequential read; height dispersion gathers dense rows, one vector of sums in
+// registers (sum_per_vector) or a whole row at a time.
+void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const Target &t) {
   const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
   Var w = arg(out, 0), h = arg(out, 1);
   Var ho("ho"), hi("hi"), wo("wo"), wi("wi"), task("task");
@@ -36,11 +39,21 @@ void schedule_band_sum(Func out, Func sum, const CassiCpuKnobs &k, const Target 
     task = ho;
   }
   out.parallel(task).split(w, wo, wi, lanes, TailStrategy::GuardWithIf).vectorize(wi);
+  // Each axis gets its own code with the other's offsets folded away.
+  out.specialize(s.axis == 0);
+  out.specialize(s.axis == 1);
+  out.specialize_fail("the dispersion axis must be 0 (width) or 1 (height)");
 
-  Var sw = arg(sum, 0);
-  // One vector of sums lives in registers while the bands stream past, or a whole row in L1.
-  sum.compute_at(out, k.sum_per_vector ? wo : hi).vectorize(sw, lanes, TailStrategy::GuardWithIf);
-  sum.update().vectorize(sw, lanes, TailStrategy::GuardWithIf);
+  s.scatter.compute_at(out, task).vectorize(arg(s.scatter, 0), lanes, TailStrategy::GuardWithIf);
+  // Vector lanes span w within one band, and w -> w + o_c is one-to-one: no two lanes write the
+  // same column (Halide cannot prove it through the offset expression).
+  s.scatter.update()
+      .reorder(s.row_and_band.x, arg(s.scatter, 1), s.row_and_band.y)
+      .allow_race_conditions()
+      .vectorize(s.row_and_band.x, lanes, TailStrategy::GuardWithIf);
+  s.gather.compute_at(out, k.sum_per_vector ? wo : hi)
+      .vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
+  s.gather.update().vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
 }
 
 // An intermediate image computed per task, rows vectorized. GuardWithIf: rows may be narrower
@@ -56,7 +69,7 @@ void schedule_cpu(alg::CassiForward op, const Target &t, const CassiCpuKnobs &k)
 }
 
 void schedule_cpu(alg::CassiPhi op, const Target &t, const CassiCpuKnobs &k) {
-  schedule_band_sum(op.phi, op.phi_sum, k, t);
+  schedule_band_sum(op.phi, op.sum, k, t);
 }
 
 void schedule_cpu(alg::CassiAdjoint op, const Target &t, const CassiCpuKnobs &k) {

@@ -24,10 +24,11 @@ Var schedule_tiles(Func f, const CassiCudaKnobs &k) {
   return wi;
 }
 
-// A per-thread band sum feeding out(w, h, ...): each thread reduces over bands in registers.
-void schedule_band_sum(Func out, Func sum, const CassiCudaKnobs &k) {
+// A per-thread band sum (the gather form) feeding out(w, h, ...): each thread reduces over
+// bands in registers.
+void schedule_band_sum(Func out, alg::BandSum s, const CassiCudaKnobs &k) {
   // Both stages of the sum run inside the thread, so the update is scheduled with it.
-  sum.compute_at(out, schedule_tiles(out, k));
+  s.gather.compute_at(out, schedule_tiles(out, k));
 }
 
 }  // namespace
@@ -37,7 +38,7 @@ void schedule_cuda(alg::CassiForward op, const Target &, const CassiCudaKnobs &k
 }
 
 void schedule_cuda(alg::CassiPhi op, const Target &, const CassiCudaKnobs &k) {
-  schedule_band_sum(op.phi, op.phi_sum, k);
+  schedule_band_sum(op.phi, op.sum, k);
 }
 
 void schedule_cuda(alg::CassiAdjoint op, const Target &, const CassiCudaKnobs &k) {

@@ -2,7 +2,8 @@
 //
 // Each knob struct lists its knobs in `visit(f)`, calling f(name, value&, candidates) for each one,
 // and says which combinations are legal in `valid()`. The AOT generators read knobs from a
-// "name=value,..." string (GeneratorParam `knobs`); the autotuner enumerates the candidates.
+// "name:value,..." string (GeneratorParam `knobs`; Halide's generator driver takes one '=' per
+// parameter, so knobs use ':'); the autotuner enumerates the candidates.
 #pragma once
 
 #include <sstream>
@@ -19,13 +20,13 @@ std::string format_knobs(Knobs knobs) {
   std::ostringstream out;
   const char *sep = "";
   knobs.visit([&](const char *name, int &value, const Candidates &) {
-    out << sep << name << "=" << value;
+    out << sep << name << ":" << value;
     sep = ",";
   });
   return out.str();
 }
 
-// Parses "a=1,b=2" over the defaults of Knobs; unknown names and non-integers are errors.
+// Parses "a:1,b:2" over the defaults of Knobs; unknown names and non-integers are errors.
 template <class Knobs>
 Knobs parse_knobs(const std::string &text) {
   Knobs knobs;
@@ -33,8 +34,8 @@ Knobs parse_knobs(const std::string &text) {
   std::string item;
   while (std::getline(in, item, ',')) {
     if (item.empty()) continue;
-    const auto eq = item.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("knob '" + item + "' is not name=value");
+    const auto eq = item.find(':');
+    if (eq == std::string::npos) throw std::invalid_argument("knob '" + item + "' is not name:value");
     const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
     bool found = false;
     knobs.visit([&](const char *knob, int &slot, const Candidates &) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hpipe/hpipe.h"
+#include "random_array.h"
 
 namespace hpipe::test {
 
@@ -26,17 +27,6 @@ struct Tolerance {
 template <class T>
 constexpr double epsilon() {
   return std::numeric_limits<T>::epsilon();
-}
-
-// Uniform values in [lo, hi), never exactly zero when lo > 0; deterministic per seed.
-template <class T, int R>
-Array<T, R> random_array(const typename Array<T, R>::Extents &shape, std::uint32_t seed, double lo = 0.05,
-                         double hi = 1.0) {
-  Array<T, R> a(shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (std::int64_t i = 0; i < a.size(); i++) a.data()[i] = static_cast<T>(dist(rng));
-  return a;
 }
 
 // An output array filled with NaN, so any element a kernel fails to write fails the comparison.

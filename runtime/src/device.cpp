@@ -2,6 +2,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -109,7 +110,39 @@ int default_threads() {
 }
 std::atomic<int> threads{0};
 
+CpuLimit limit_from_environment() {
+  const char *env = std::getenv("HPIPE_CPU_LIMIT");
+  const std::string v = env ? env : "";
+  if (v == "avx2") return CpuLimit::avx2;
+  if (v == "sse41") return CpuLimit::sse41;
+  return CpuLimit::none;
+}
+std::atomic<CpuLimit> cpu_limit_now{limit_from_environment()};
+
+// The multitarget dispatch asks this before each call which variant's features it may use.
+extern "C" int capped_can_use_target_features(int count, const std::uint64_t *features) {
+  auto has = [&](halide_target_feature_t f) { return f / 64 < count && ((features[f / 64] >> (f % 64)) & 1); };
+  const CpuLimit limit = cpu_limit_now.load();
+  if (limit != CpuLimit::none &&
+      (has(halide_target_feature_avx512) || has(halide_target_feature_avx512_skylake) ||
+       has(halide_target_feature_avx512_cannonlake) || has(halide_target_feature_avx512_knl) ||
+       has(halide_target_feature_avx512_sapphirerapids)))
+    return 0;
+  if (limit == CpuLimit::sse41 && (has(halide_target_feature_avx) || has(halide_target_feature_avx2) ||
+                                   has(halide_target_feature_fma) || has(halide_target_feature_f16c)))
+    return 0;
+  return halide_default_can_use_target_features(count, features);
+}
+
+const bool cpu_limit_installed = [] {
+  halide_set_custom_can_use_target_features(capped_can_use_target_features);
+  return true;
+}();
+
 }  // namespace
+
+void set_cpu_limit(CpuLimit limit) { cpu_limit_now = limit; }
+CpuLimit cpu_limit() { return cpu_limit_now.load(); }
 
 bool cuda_available() {
   const Driver &d = driver();

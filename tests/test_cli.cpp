@@ -1,0 +1,532 @@
+// The hpipe command-line tool, driven end to end: the real binary (HPIPE_CLI) runs in a scratch
+// folder; its files are read back with the tool's own readers and compared with the C++ API.
+#include <gtest/gtest.h>
+#include <png.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io_npy.h"
+#include "io_png.h"
+#include "test_util.h"
+
+namespace hpipe::test {
+namespace {
+
+namespace fs = std::filesystem;
+using cli::DType;
+using cli::RawArray;
+
+struct Result {
+  int rc;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path &p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void spill(const fs::path &p, const std::string &bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+}
+
+// A scratch folder per test, and the binary run inside it.
+class Cli : public ::testing::Test {
+ public:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "hpipe_cli_XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  Result run(const std::vector<std::string> &args) const {
+    std::string cmd = "cd '" + dir.string() + "' && '" HPIPE_CLI "'";
+    for (const std::string &a : args) cmd += " '" + a + "'";
+    cmd += " > .stdout 2> .stderr";
+    const int status = std::system(cmd.c_str());
+    Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir / ".stdout"), slurp(dir / ".stderr")};
+    fs::remove(dir / ".stdout");
+    fs::remove(dir / ".stderr");
+    return r;
+  }
+  // Runs a command that must succeed.
+  Result ok(const std::vector<std::string> &args) const {
+    Result r = run(args);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return r;
+  }
+  // Runs a command that must fail with `rc` and one error line containing every part; no file appears.
+  void fails(const std::vector<std::string> &args, int rc, const std::vector<std::string> &parts) const {
+    const std::set<fs::path> before = files();
+    const Result r = run(args);
+    EXPECT_EQ(r.rc, rc) << r.err;
+    EXPECT_EQ(r.err.rfind("hpipe: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    for (const std::string &p : parts) EXPECT_NE(r.err.find(p), std::string::npos) << r.err << " lacks " << p;
+    EXPECT_EQ(files(), before) << "the failed command left files behind";
+  }
+  std::set<fs::path> files() const {
+    std::set<fs::path> all;
+    for (const auto &e : fs::recursive_directory_iterator(dir)) all.insert(e.path());
+    return all;
+  }
+  std::string path(const std::string &name) const { return (dir / name).string(); }
+
+  fs::path dir;
+};
+
+template <class S>
+RawArray raw(const std::vector<std::int64_t> &shape, const std::vector<S> &values, DType type) {
+  RawArray a;
+  a.shape = shape;
+  a.dtype = type;
+  a.bytes.resize(values.size() * sizeof(S));
+  std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+  return a;
+}
+
+template <class S>
+std::vector<S> random_values(std::size_t n, std::uint32_t seed, double lo, double hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<S> v(n);
+  for (auto &x : v) x = static_cast<S>(d(rng));
+  return v;
+}
+
+// The integers 0..top in random order, both ends included.
+template <class S>
+std::vector<S> random_integers(std::size_t n, std::uint32_t seed, unsigned top) {
+  std::mt19937 rng(seed);
+  std::vector<S> v(n);
+  for (auto &x : v) x = static_cast<S>(rng() % (top + 1));
+  v[0] = 0;
+  v[n - 1] = static_cast<S>(top);
+  return v;
+}
+
+template <class T>
+std::vector<T> values_of(const RawArray &a) {
+  std::vector<T> v(static_cast<std::size_t>(a.size()));
+  std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
+  return v;
+}
+
+void expect_same(const RawArray &actual, const RawArray &expected) {
+  EXPECT_EQ(actual.shape, expected.shape);
+  EXPECT_EQ(actual.dtype, expected.dtype);
+  EXPECT_TRUE(actual.bytes == expected.bytes) << "the values differ";
+}
+
+template <class T, int R>
+RawArray raw_of(const Array<T, R> &a) {
+  return raw(std::vector<std::int64_t>(a.shape().begin(), a.shape().end()),
+             std::vector<T>(a.data(), a.data() + a.size()), sizeof(T) == 4 ? DType::f32 : DType::f64);
+}
+
+// ---- I/O: round trips ----
+
+TEST_F(Cli, Png8And16RoundTripsBitExact) {
+  for (const auto type : {DType::u8, DType::u16}) {
+    SCOPED_TRACE(cli::name(type));
+    const RawArray a = type == DType::u8 ? raw({7, 13}, random_integers<std::uint8_t>(91, 1, 255), type)
+                                         : raw({7, 13}, random_integers<std::uint16_t>(91, 2, 65535), type);
+    cli::write_png(path("a.png"), a, std::nullopt);
+    ok({"convert", "a.png", "-o", "b.png", "--force"});
+    expect_same(cli::read_png(path("b.png")).array, a);
+    // Through .npy (the integer type is kept) and back; and through float32 values in [0, 1].
+    ok({"convert", "a.png", "-o", "a.npy", "--force"});
+    expect_same(cli::read_npy(path("a.npy")), a);
+    ok({"convert", "a.npy", "-o", "c.png", "--force"});
+    expect_same(cli::read_png(path("c.png")).array, a);
+    ok({"convert", "a.png", "-o", "f.npy", "--type", "f32", "--force"});
+    ok({"convert", "f.npy", "-o", "d.png", "--type", type == DType::u8 ? "u8" : "u16", "--force"});
+    expect_same(cli::read_png(path("d.png")).array, a);
+    // --raw keeps the integers as values.
+    ok({"convert", "a.png", "-o", "r.npy", "--raw", "--type", "f64", "--force"});
+    const std::vector<double> r = values_of<double>(cli::read_npy(path("r.npy")));
+    for (std::int64_t i = 0; i < a.size(); i++) ASSERT_EQ(r[i], a.at(i));
+  }
+}
+
+TEST_F(Cli, NpyRoundTripsBitExactForEveryTypeAndRank) {
+  const std::vector<std::vector<std::int64_t>> shapes = {{}, {5}, {3, 4}, {2, 3, 5}, {1, 2, 3, 2}, {2, 0, 3}};
+  std::uint32_t seed = 10;
+  for (const auto &shape : shapes) {
+    std::size_t n = 1;
+    for (auto e : shape) n *= static_cast<std::size_t>(e);
+    for (const auto type : {DType::f32, DType::f64, DType::u8, DType::u16}) {
+      SCOPED_TRACE(cli::name(type) + cli::shape_string(shape));
+      RawArray a;
+      switch (type) {
+        case DType::f32: a = raw(shape, random_values<float>(n, seed++, -3, 3), type); break;
+        case DType::f64: a = raw(shape, random_values<double>(n, seed++, -3, 3), type); break;
+        case DType::u8: a = raw(shape, n ? random_integers<std::uint8_t>(n, seed++, 255) : std::vector<std::uint8_t>{}, type); break;
+        case DType::u16: a = raw(shape, n ? random_integers<std::uint16_t>(n, seed++, 65535) : std::vector<std::uint16_t>{}, type); break;
+      }
+      cli::write_npy(path("a.npy"), a);
+      ok({"convert", "a.npy", "-o", "b.npy", "--force"});
+      expect_same(cli::read_npy(path("b.npy")), a);
+    }
+  }
+}
+
+// Colour PNGs (written here with libpng's simplified API) read as 3 bands; alpha is dropped.
+TEST_F(Cli, ColourPngReadsAsThreeBands) {
+  const int H = 3, W = 5;
+  for (const auto format : {PNG_FORMAT_RGB, PNG_FORMAT_RGBA}) {
+    const int channels = format == PNG_FORMAT_RGB ? 3 : 4;
+    const std::vector<std::uint8_t> pixels = random_integers<std::uint8_t>(std::size_t(H * W * channels), 7, 255);
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    image.width = W;
+    image.height = H;
+    image.format = format;
+    ASSERT_TRUE(png_image_write_to_file(&image, path("rgb.png").c_str(), 0, pixels.data(), 0, nullptr));
+    ok({"convert", "rgb.png", "-o", "rgb.npy", "--force"});
+    const RawArray a = cli::read_npy(path("rgb.npy"));
+    EXPECT_EQ(a.shape, (std::vector<std::int64_t>{3, H, W}));
+    for (int c = 0; c < 3; c++)
+      for (int i = 0; i < H * W; i++) ASSERT_EQ(a.at(c * H * W + i), pixels[std::size_t(i * channels + c)]);
+  }
+}
+
+// A file as NumPy writes it (np.save of np.arange(6, dtype=np.float32).reshape(2, 3)).
+TEST_F(Cli, ReadsNumpysOwnNpyFiles) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
+  header.append(128 - 10 - header.size() - 1, ' ');
+  header += '\n';
+  std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) + char(header.size() >> 8) + header;
+  for (int i = 0; i < 6; i++) {
+    const float f = float(i);
+    file.append(reinterpret_cast<const char *>(&f), 4);
+  }
+  spill(dir / "np.npy", file);
+  ok({"convert", "np.npy", "-o", "out.npy"});
+  EXPECT_EQ(slurp(dir / "out.npy"), file);  // and hpipe writes the very same bytes
+  const Result r = ok({"info", "np.npy", "--json"});
+  EXPECT_NE(r.out.find("\"shape\": [2, 3]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"max\": 5"), std::string::npos) << r.out;
+}
+
+// ---- stacks ----
+
+TEST_F(Cli, StacksFromGlobFolderListAndFilesInBandOrder) {
+  fs::create_directory(dir / "bands");
+  for (int b : {10, 2, 1}) cli::write_npy(path("bands/band_" + std::to_string(b) + ".npy"), raw({2, 3}, std::vector<float>(6, float(b)), DType::f32));
+  auto bands_of = [&](const std::string &file) {
+    std::vector<float> v = values_of<float>(cli::read_npy(path(file)));
+    std::vector<float> first;
+    for (std::size_t i = 0; i < v.size(); i += 6) first.push_back(v[i]);
+    return first;
+  };
+  ok({"convert", "bands/band_*.npy", "-o", "glob.npy"});
+  EXPECT_EQ(bands_of("glob.npy"), (std::vector<float>{1, 2, 10}));
+  EXPECT_EQ(cli::read_npy(path("glob.npy")).shape, (std::vector<std::int64_t>{3, 2, 3}));
+  ok({"convert", "bands", "-o", "folder.npy"});
+  EXPECT_EQ(bands_of("folder.npy"), (std::vector<float>{1, 2, 10}));
+  spill(dir / "bands/list.txt", "# bands\nband_10.npy\n\nband_1.npy\n");
+  ok({"convert", "@bands/list.txt", "-o", "list.npy"});
+  EXPECT_EQ(bands_of("list.npy"), (std::vector<float>{10, 1}));
+  ok({"convert", "bands/band_2.npy", "bands/band_1.npy", "-o", "files.npy"});
+  EXPECT_EQ(bands_of("files.npy"), (std::vector<float>{2, 1}));
+  // Written per band through a pattern (folders made as needed), and read back as a folder.
+  ok({"convert", "glob.npy", "-o", "out/sub/b_%02d.npy"});
+  EXPECT_TRUE(fs::exists(dir / "out/sub/b_00.npy") && fs::exists(dir / "out/sub/b_02.npy"));
+  ok({"convert", "out/sub", "-o", "again.npy"});
+  EXPECT_EQ(slurp(dir / "again.npy"), slurp(dir / "glob.npy"));
+}
+
+TEST_F(Cli, NaturalSortPutsBand2BeforeBand10) {
+  for (int b : {2, 10, 1, 100, 20}) cli::write_png(path("band_" + std::to_string(b) + ".png"), raw({1, 1}, std::vector<std::uint8_t>{std::uint8_t(b)}, DType::u8), std::nullopt);
+  ok({"convert", "band_*.png", "-o", "s.npy", "--raw", "--type", "f32"});
+  EXPECT_EQ(values_of<float>(cli::read_npy(path("s.npy"))), (std::vector<float>{1, 2, 10, 20, 100}));
+}
+
+// ---- types, scaling, overwriting ----
+
+TEST_F(Cli, TypeAndScaleClampRoundAndReportClipping) {
+  cli::write_npy(path("v.npy"), raw({1, 4}, std::vector<float>{-1.0f, 0.25f, 1.0f, 2.0f}, DType::f32));
+  Result r = ok({"convert", "v.npy", "-o", "clip.png", "--type", "u8", "--json"});
+  EXPECT_NE(r.out.find("\"clipped\": 2"), std::string::npos) << r.out;
+  EXPECT_EQ(values_of<std::uint8_t>(cli::read_png(path("clip.png")).array), (std::vector<std::uint8_t>{0, 64, 255, 255}));
+  r = ok({"convert", "v.npy", "-o", "clip16.png"});  // PNG defaults to u16; the warning names the file
+  EXPECT_NE(r.err.find("clip16.png: 2 values"), std::string::npos) << r.err;
+  ok({"convert", "v.npy", "-o", "auto.png", "--scale", "auto"});
+  EXPECT_EQ(values_of<std::uint16_t>(cli::read_png(path("auto.png")).array),
+            (std::vector<std::uint16_t>{0, 27306, 43690, 65535}));
+  // The stored range brings the values back (to within a 16-bit step).
+  ok({"convert", "auto.png", "-o", "back.npy"});
+  ok({"convert", "auto.png", "-o", "back.npy", "--type", "f64", "--force"});
+  const std::vector<double> back = values_of<double>(cli::read_npy(path("back.npy")));
+  const std::vector<double> expected{-1.0, 0.25, 1.0, 2.0};
+  EXPECT_TRUE(all_near(back, expected, {3.0 / 65535, 0}));
+  ok({"convert", "v.npy", "-o", "fixed.npy", "--scale", "0,2"});
+  EXPECT_EQ(values_of<float>(cli::read_npy(path("fixed.npy"))), (std::vector<float>{-0.5f, 0.125f, 0.5f, 1.0f}));
+  fails({"convert", "v.npy", "-o", "f.png", "--type", "f32"}, 2, {"PNG holds u8 or u16"});
+  fails({"convert", "v.npy", "-o", "x.npy", "--scale", "2,1"}, 2, {"--scale", "MIN < MAX", "'2,1'"});
+  fails({"convert", "v.npy", "-o", "x.npy", "--type", "i32"}, 2, {"--type", "'i32'"});
+  fails({"convert", "v.npy", "-o", "x.tif"}, 2, {"x.tif", ".png or .npy"});
+}
+
+TEST_F(Cli, RefusesToOverwriteInputsAndExistingOutputsWithoutForce) {
+  cli::write_npy(path("a.npy"), raw({2, 2}, std::vector<float>{1, 2, 3, 4}, DType::f32));
+  ok({"convert", "a.npy", "-o", "b.npy"});
+  const std::string before = slurp(dir / "b.npy");
+  fails({"convert", "a.npy", "-o", "b.npy", "--type", "f64"}, 2, {"b.npy", "exists", "--force"});
+  EXPECT_EQ(slurp(dir / "b.npy"), before);
+  fails({"convert", "a.npy", "-o", "a.npy", "--force"}, 2, {"a.npy", "refusing to overwrite an input"});
+  fails({"convert", "a.npy", "-o", "./a.npy", "--force"}, 2, {"refusing to overwrite an input"});
+  ok({"convert", "a.npy", "-o", "b.npy", "--type", "f64", "--force"});
+  EXPECT_EQ(cli::read_npy(path("b.npy")).dtype, DType::f64);
+  // A multi-band result needs a pattern to go to PNG; a bad pattern is a usage error.
+  cli::write_npy(path("c.npy"), raw({2, 1, 2}, std::vector<float>{0, 1, 0, 1}, DType::f32));
+  fails({"convert", "c.npy", "-o", "c.png"}, 2, {"c.png", "2 planes", "%02d"});
+  fails({"convert", "c.npy", "-o", "c_%s.png"}, 2, {"c_%s.png", "%d"});
+  fails({"convert", "c.npy", "-o", "c_%d_%d.png"}, 2, {"exactly one"});
+}
+
+// ---- subcommands against the C++ API ----
+
+TEST_F(Cli, SynthWritesTheLibrarysSceneAndMask) {
+  ok({"synth", "-o", "scene.npy", "--mask", "mask.npy", "--bands", "5", "--height", "9", "--width", "11", "--seed", "3"});
+  expect_same(cli::read_npy(path("scene.npy")), raw_of(synth_scene(5, 9, 11)));
+  expect_same(cli::read_npy(path("mask.npy")), raw_of(synth_mask(9, 11, 3)));
+  ok({"synth", "-o", "png/band_%02d.png", "--bands", "3", "--height", "4", "--width", "6"});
+  EXPECT_TRUE(fs::exists(dir / "png/band_02.png") && !fs::exists(dir / "png/band_03.png"));
+}
+
+struct CassiCase {
+  std::int64_t B, C, H, W;
+  int step;
+  bool along_y, per_band;
+};
+
+template <class T>
+void check_cassi(const Cli &t, const CassiCase &c, std::uint32_t seed) {
+  SCOPED_TRACE("B=" + std::to_string(c.B) + " C=" + std::to_string(c.C) + " step=" + std::to_string(c.step) +
+               (c.along_y ? " y" : " x") + (c.per_band ? " per-band" : "") + (sizeof(T) == 8 ? " f64" : " f32"));
+  const DType type = sizeof(T) == 8 ? DType::f64 : DType::f32;
+  const Dispersion d{c.step, c.along_y ? Axis::height : Axis::width};
+  const auto x = random_array<T, 4>({c.B, c.C, c.H, c.W}, seed);
+  const auto shared = random_array<T, 2>({c.H, c.W}, seed + 1);
+  const auto band = random_array<T, 3>({c.C, c.H, c.W}, seed + 2);
+  const Mask<T> mask = c.per_band ? Mask<T>(band.view()) : Mask<T>(shared.view());
+  const auto meas = cassi_measurement_shape(x.shape(), d);
+  const auto y = random_array<T, 3>(meas, seed + 3);
+  auto shape = [](auto s) { return std::vector<std::int64_t>(s.begin(), s.end()); };
+  cli::write_npy(t.path("x.npy"), raw(shape(x.shape()), std::vector<T>(x.data(), x.data() + x.size()), type));
+  cli::write_npy(t.path("y.npy"), raw(shape(y.shape()), std::vector<T>(y.data(), y.data() + y.size()), type));
+  cli::write_npy(t.path("mask.npy"), c.per_band ? raw_of(band) : raw_of(shared));
+  const std::vector<std::string> common = {"--mask", "mask.npy", "--step", std::to_string(c.step), "--axis",
+                                           c.along_y ? "y" : "x", "--device", "cpu", "--force", "-q"};
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), common.begin(), common.end());
+    t.ok(args);
+  };
+  const Options cpu{Device::cpu};
+  cli({"cassi", "forward", "x.npy", "-o", "out.npy"});
+  expect_same(cli::read_npy(t.path("out.npy")), raw_of(cassi_forward(x.view(), mask, d, cpu)));
+  cli({"cassi", "adjoint", "y.npy", "-o", "out.npy"});
+  expect_same(cli::read_npy(t.path("out.npy")), raw_of(cassi_adjoint(y.view(), mask, c.C, d, cpu)));
+  cli({"cassi", "pinv", "y.npy", "-o", "out.npy", "--bands", std::to_string(c.C)});
+  expect_same(cli::read_npy(t.path("out.npy")), raw_of(cassi_pinv(y.view(), mask, c.C, d, cpu)));
+  cli({"cassi", "pinv-alpha", "y.npy", "-o", "out.npy"});
+  expect_same(cli::read_npy(t.path("out.npy")), raw_of(cassi_pinv_alpha(y.view(), mask, c.C, d, cpu)));
+  cli({"cassi", "phi", "-o", "out.npy", "--bands", std::to_string(c.C)});
+  Array<T, 2> phi({meas[1], meas[2]});
+  cassi_phi(mask, c.C, d, phi.view(), cpu);
+  expect_same(cli::read_npy(t.path("out.npy")), raw_of(phi));
+}
+
+TEST_F(Cli, CassiMatchesTheApiBitForBit) {
+  const std::vector<CassiCase> cases = {
+      {1, 5, 7, 9, 2, false, false},   // the usual layout, odd sizes
+      {2, 3, 6, 5, -3, true, false},   // a batch, negative step along y
+      {1, 4, 5, 8, 1, false, true},    // per-band mask
+  };
+  std::uint32_t seed = 100;
+  for (const auto &c : cases) {
+    check_cassi<float>(*this, c, seed += 10);
+    check_cassi<double>(*this, c, seed += 10);
+  }
+}
+
+TEST_F(Cli, CassiReadsBandStacksAndWritesThem) {
+  // PNG bands in, PNG measurement out, as the demo does; then back to bands.
+  ok({"synth", "-o", "scene/band_%02d.png", "--mask", "mask.png", "--bands", "6", "--height", "10", "--width", "12"});
+  const Result r = ok({"cassi", "forward", "scene", "--mask", "mask.png", "-o", "y.png", "--scale", "auto", "--json"});
+  EXPECT_NE(r.out.find("\"shape\": [10, 22]"), std::string::npos) << r.out;
+  ok({"cassi", "pinv", "y.png", "--mask", "mask.png", "-o", "back/band_%02d.png", "--scale", "auto"});
+  EXPECT_TRUE(fs::exists(dir / "back/band_05.png") && !fs::exists(dir / "back/band_06.png"));
+  // The same through the API on the values the files hold.
+  ok({"convert", "scene", "-o", "x.npy", "--type", "f32"});
+  ok({"convert", "mask.png", "-o", "m.npy", "--type", "f32"});
+  const auto xs = cli::read_npy(path("x.npy")), ms = cli::read_npy(path("m.npy"));
+  std::vector<float> xv = values_of<float>(xs), mv = values_of<float>(ms);
+  const auto y = cassi_forward(View<const float, 4>(xv.data(), {1, 6, 10, 12}), View<const float, 2>(mv.data(), {10, 12}),
+                               Dispersion{2, Axis::width}, Options{Device::cpu});
+  ok({"convert", "y.png", "-o", "y.npy", "--type", "f32"});
+  const std::vector<float> got = values_of<float>(cli::read_npy(path("y.npy")));
+  double top = 0;
+  for (std::int64_t i = 0; i < y.size(); i++) top = std::max(top, double(y.data()[i]));
+  // 16-bit quantisation of the measurement: half a step of its range.
+  EXPECT_TRUE(all_near(std::vector<double>(got.begin(), got.end()), to_doubles(y), {0.5 * top / 65535 + 1e-6, 0}));
+}
+
+TEST_F(Cli, CassiErrorsNameTheFile) {
+  cli::write_npy(path("x.npy"), raw({3, 4, 5}, random_values<float>(60, 1, 0.1, 1), DType::f32));
+  cli::write_npy(path("m.npy"), raw({4, 6}, random_values<float>(24, 2, 0.1, 1), DType::f32));
+  fails({"cassi", "forward", "x.npy", "--mask", "m.npy", "-o", "y.npy"}, 1, {"m.npy", "mask shape wrong"});
+  fails({"cassi", "forward", "x.npy", "-o", "y.npy"}, 2, {"--mask is required"});
+  fails({"cassi", "sideways", "x.npy", "--mask", "m.npy", "-o", "y.npy"}, 2, {"'sideways'"});
+  fails({"cassi", "forward", "x.npy", "--mask", "m.npy", "-o", "y.npy", "--axis", "z"}, 2, {"--axis", "'z'"});
+  fails({"cassi", "forward", "x.npy", "--mask", "m.npy", "-o", "y.npy", "--step", "two"}, 2, {"--step", "'two'"});
+  cli::write_npy(path("y.npy"), raw({4, 9}, random_values<float>(36, 3, 0.1, 1), DType::f32));
+  cli::write_npy(path("m5.npy"), raw({4, 5}, random_values<float>(20, 4, 0.1, 1), DType::f32));
+  fails({"cassi", "pinv", "y.npy", "--mask", "m5.npy", "--step", "3", "-o", "x2.npy"}, 1, {"y.npy", "width 9"});
+  fails({"cassi", "pinv", "y.npy", "--mask", "m5.npy", "--step", "0", "-o", "x2.npy"}, 2, {"--bands"});
+  // A result larger than memory is refused before allocating it.
+  fails({"cassi", "phi", "--mask", "m5.npy", "--bands", "1000000", "--step", "16777216", "-o", "phi.npy"}, 1,
+        {"phi would have shape (4, 16777199222789)", "MiB of memory"});
+}
+
+// ---- bad files ----
+
+std::string chunk(const std::string &type, const std::string &data) {
+  std::string c;
+  const auto len = static_cast<std::uint32_t>(data.size());
+  for (int s = 24; s >= 0; s -= 8) c += char((len >> s) & 0xff);
+  const std::string body = type + data;
+  c += body;
+  const auto crc = static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef *>(body.data()), body.size()));
+  for (int s = 24; s >= 0; s -= 8) c += char((crc >> s) & 0xff);
+  return c;
+}
+
+// A grayscale PNG that declares width x height but holds only a few bytes of pixels.
+std::string png_declaring(std::uint32_t width, std::uint32_t height) {
+  std::string ihdr;
+  for (std::uint32_t v : {width, height})
+    for (int s = 24; s >= 0; s -= 8) ihdr += char((v >> s) & 0xff);
+  ihdr += std::string("\x08\x00\x00\x00\x00", 5);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", std::string("\x78\x9c\x63\x00\x00\x00\x01\x00\x01", 9)) +
+         chunk("IEND", "");
+}
+
+TEST_F(Cli, BadPngFilesFailCleanly) {
+  cli::write_png(path("good.png"), raw({40, 50}, random_integers<std::uint16_t>(2000, 5, 65535), DType::u16), std::nullopt);
+  const std::string good = slurp(dir / "good.png");
+  spill(dir / "truncated.png", good.substr(0, good.size() / 2));
+  spill(dir / "magic.png", "GIF89a this is not a PNG at all");
+  spill(dir / "empty.png", "");
+  spill(dir / "huge.png", png_declaring(100000, 100000));
+  spill(dir / "toowide.png", png_declaring(1u << 30, 1));
+  spill(dir / "zero.png", png_declaring(0, 5));
+  std::string crc = good;
+  crc[40] = char(crc[40] ^ 0x55);  // inside IDAT: its CRC no longer matches
+  spill(dir / "crc.png", crc);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"truncated.png", "truncated"}, {"magic.png", "not a PNG file (wrong magic)"}, {"empty.png", "empty file"},
+      {"huge.png", "declares 100000 x 100000 pixels"}, {"toowide.png", "corrupt PNG"}, {"zero.png", "corrupt PNG"},
+      {"crc.png", "corrupt PNG"}};
+  for (const auto &[file, what] : cases) {
+    SCOPED_TRACE(file);
+    fails({"convert", file, "-o", "out.npy"}, 1, {file + ": ", what});
+    fails({"info", file}, 1, {file + ": ", what});
+  }
+  // One bad band spoils the stack, and nothing is written.
+  fs::create_directory(dir / "stack");
+  cli::write_png(path("stack/b_1.png"), raw({2, 2}, std::vector<std::uint8_t>{1, 2, 3, 4}, DType::u8), std::nullopt);
+  cli::write_png(path("stack/b_2.png"), raw({2, 3}, std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}, DType::u8), std::nullopt);
+  fails({"convert", "stack", "-o", "out/b_%d.png"}, 1, {"stack/b_2.png", "mismatched band sizes"});
+  fails({"convert", "nothing_*.png", "-o", "out.npy"}, 1, {"nothing_*.png", "no files match"});
+  fails({"convert", "missing.png", "-o", "out.npy"}, 1, {"missing.png", "cannot open"});
+}
+
+TEST_F(Cli, BadNpyFilesFailCleanly) {
+  auto npy = [](const std::string &dict, const std::string &data) {
+    std::string h = dict;
+    h.append(64 - 10 - h.size() % 64 - 1 + (h.size() % 64 > 53 ? 64 : 0), ' ');
+    h += '\n';
+    return std::string("\x93NUMPY\x01\x00", 8) + char(h.size() & 0xff) + char(h.size() >> 8) + h + data;
+  };
+  const std::string six(24, '\x01');
+  spill(dir / "fortran.npy", npy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", six));
+  spill(dir / "big.npy", npy("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", six));
+  spill(dir / "int.npy", npy("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", six));
+  spill(dir / "short.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", six.substr(0, 20)));
+  spill(dir / "huge.npy", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000, 1000000, 1000000), }", six));
+  spill(dir / "magic.npy", "PK\x03\x04 a zip, perhaps an .npz");
+  spill(dir / "empty.npy", "");
+  spill(dir / "header.npy", std::string("\x93NUMPY\x01\x00\xff\x7f{'descr'", 17));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"fortran.npy", "Fortran-order"}, {"big.npy", "big-endian"}, {"int.npy", "unsupported dtype '<i4'"},
+      {"short.npy", "truncated .npy: shape (2, 3) of float32 needs 24 bytes of data, the file has 20"},
+      {"huge.npy", "truncated .npy"}, {"magic.npy", "wrong magic"}, {"empty.npy", "empty file"},
+      {"header.npy", "truncated header"}};
+  for (const auto &[file, what] : cases) {
+    SCOPED_TRACE(file);
+    fails({"convert", file, "-o", "out.png"}, 1, {file + ": ", what});
+  }
+}
+
+// ---- usage ----
+
+TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {
+  fails({"frobnicate"}, 2, {"unknown command 'frobnicate'"});
+  fails({"info", "--colour"}, 2, {"unknown option --colour", "hpipe info --help"});
+  fails({"info"}, 2, {"expected one or more files"});
+  fails({"convert", "a.npy"}, 2, {"-o OUT is required"});
+  fails({"synth", "-o", "s.npy", "--bands", "0"}, 2, {"--bands", "'0'"});
+  fails({"synth", "-o", "s.npy", "--device", "tpu"}, 2, {"--device", "'tpu'"});
+  fails({"synth", "-o", "s.npy", "--threads", "-1"}, 2, {"--threads"});
+  const Result all = ok({"--help"});
+  for (const char *c : {"info", "convert", "diff", "synth", "cassi"}) {
+    SCOPED_TRACE(c);
+    EXPECT_NE(all.out.find(std::string("  ") + c), std::string::npos);
+    const Result r = ok({c, "--help"});
+    EXPECT_NE(r.out.find(std::string("usage: hpipe ") + c), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("example:\n  hpipe " + std::string(c)), std::string::npos) << r.out;
+  }
+}
+
+TEST_F(Cli, QuietJsonAndDiff) {
+  ok({"synth", "-o", "a.npy", "--bands", "2", "--height", "3", "--width", "4"});
+  EXPECT_EQ(ok({"synth", "-o", "b.npy", "--bands", "2", "--height", "3", "--width", "4", "-q"}).out, "");
+  const Result r = ok({"diff", "a.npy", "b.npy", "--json", "--threads", "1"});
+  for (const char *part : {"\"command\": \"diff\"", "\"max_abs\": 0", "\"unequal\": 0", "\"times_ms\"", "\"threads\": 1"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << r.out << " lacks " << part;
+  EXPECT_EQ(r.err, "");  // no progress bar when stderr is not a terminal
+}
+
+TEST_F(Cli, CudaDeviceRunsOrSaysWhyNot) {
+  cli::write_npy(path("x.npy"), raw({3, 4, 5}, random_values<float>(60, 1, 0.1, 1), DType::f32));
+  cli::write_npy(path("m.npy"), raw({4, 5}, random_values<float>(20, 2, 0.1, 1), DType::f32));
+  const std::vector<std::string> args = {"cassi", "forward", "x.npy", "--mask", "m.npy", "-o", "y.npy", "--device", "cuda"};
+  if (cuda_available()) {
+    ok(args);
+    ok({"cassi", "forward", "x.npy", "--mask", "m.npy", "-o", "y_cpu.npy", "--device", "cpu"});
+    const auto a = values_of<float>(cli::read_npy(path("y.npy"))), b = values_of<float>(cli::read_npy(path("y_cpu.npy")));
+    EXPECT_TRUE(all_near(std::vector<double>(a.begin(), a.end()), std::vector<double>(b.begin(), b.end()), {0, 1e-5}));
+  } else {
+    fails(args, 1, {"CUDA"});
+    GTEST_SKIP() << "no usable GPU (checked the error instead): " << cuda_unavailable_reason();
+  }
+}
+
+}  // namespace
+}  // namespace hpipe::test

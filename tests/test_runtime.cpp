@@ -1,0 +1,141 @@
+// The runtime API itself: views, arrays, masks, threads, device probing, knob strings.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "schedules/knobs.h"
+#include "test_util.h"
+
+namespace hpipe::test {
+namespace {
+
+TEST(View, DenseStridesAreCOrder) {
+  float data[24];
+  View<float, 3> v(data, {2, 3, 4});
+  EXPECT_EQ(v.strides(), (std::array<std::int64_t, 3>{12, 4, 1}));
+  EXPECT_EQ(v.size(), 24);
+  EXPECT_EQ(&v(1, 2, 3), data + 23);
+  const View<const float, 3> c = v;  // views of T convert to views of const T
+  EXPECT_EQ(c.data(), data);
+  EXPECT_EQ(c.memory(), Memory::host);
+}
+
+TEST(View, CustomStridesAddressElements) {
+  double data[12] = {};
+  View<double, 2> transposed(data, {4, 3}, {1, 4});  // a (3, 4) array seen as (4, 3)
+  transposed(2, 1) = 7;
+  EXPECT_EQ(data[1 * 4 + 2], 7);
+}
+
+TEST(Array, OwnsZeroedElementsAndHandsOutViews) {
+  Array<float, 2> a({3, 5});
+  EXPECT_EQ(a.size(), 15);
+  for (std::int64_t i = 0; i < a.size(); i++) EXPECT_EQ(a.data()[i], 0.0f);
+  a(2, 4) = 1.5f;
+  EXPECT_EQ(a.view()(2, 4), 1.5f);
+  EXPECT_EQ(a.view().shape(), (std::array<std::int64_t, 2>{3, 5}));
+}
+
+TEST(Mask, SharedMaskBroadcastsOverBands) {
+  Array<float, 2> m({4, 6});
+  const Mask<float> shared(m.view());
+  EXPECT_FALSE(shared.per_band());
+  EXPECT_EQ(shared.view().stride(0), 0);
+  Array<float, 3> per({2, 4, 6});
+  EXPECT_TRUE(Mask<float>(per.view()).per_band());
+}
+
+TEST(Threads, SetAndReadBack) {
+  const int before = num_threads();
+  EXPECT_GE(before, 1);
+  set_num_threads(1);
+  EXPECT_EQ(num_threads(), 1);
+  // Kernels still run, single-threaded.
+  auto y = cassi_forward(random_array<float, 4>({2, 3, 8, 8}, 1).view(), random_array<float, 2>({8, 8}, 2).view(),
+                         Dispersion{1}, {Device::cpu});
+  EXPECT_FALSE(std::isnan(y(0, 0, 0)));
+  set_num_threads(before);
+  EXPECT_EQ(num_threads(), before);
+  EXPECT_HPIPE_ERROR(set_num_threads(0), "set_num_threads", "threads: expected at least 1, got 0");
+}
+
+TEST(Device, ProbeNeverAbortsAndExplainsItself) {
+  const bool usable = cuda_available();  // on a machine without a driver this must simply say no
+  EXPECT_EQ(cuda_available(), usable);
+  if (usable) {
+    EXPECT_EQ(cuda_unavailable_reason(), "");
+  } else {
+    EXPECT_FALSE(cuda_unavailable_reason().empty());
+  }
+  EXPECT_STREQ(to_string(Device::automatic), "auto");
+}
+
+TEST(Device, CpuLimitSelectsLowerVariantsWithSameResults) {
+  const CpuLimit before = cpu_limit();
+  const auto x = random_array<float, 4>({2, 5, 9, 37}, 4);
+  const auto m = random_array<float, 2>({9, 37}, 5);
+  std::vector<std::vector<double>> results;
+  for (CpuLimit limit : {CpuLimit::none, CpuLimit::avx2, CpuLimit::sse41}) {
+    set_cpu_limit(limit);
+    EXPECT_EQ(cpu_limit(), limit);
+    results.push_back(to_doubles(cassi_forward(x.view(), m.view(), Dispersion{3}, {Device::cpu})));
+  }
+  set_cpu_limit(before);
+  // Sums are rounded once from float64, so every variant gives the same bits.
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+}
+
+struct ToyKnobs {
+  int a = 1, b = 2;
+  template <class F>
+  void visit(F &&f) {
+    f("a", a, sched::Candidates{1, 2});
+    f("b", b, sched::Candidates{2, 4});
+  }
+  bool valid() const { return a > 0 && b > 0; }
+};
+
+TEST(Knobs, FormatAndParseRoundTrip) {
+  ToyKnobs k;
+  k.b = 4;
+  EXPECT_EQ(sched::format_knobs(k), "a:1,b:4");
+  const ToyKnobs parsed = sched::parse_knobs<ToyKnobs>("b:4");
+  EXPECT_EQ(parsed.a, 1);
+  EXPECT_EQ(parsed.b, 4);
+  EXPECT_EQ(sched::parse_knobs<ToyKnobs>("").b, 2);
+}
+
+TEST(Knobs, BadStringsAreExplained) {
+  auto message = [](const std::string &text) {
+    try {
+      sched::parse_knobs<ToyKnobs>(text);
+    } catch (const std::invalid_argument &e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("c:1"), "unknown knob 'c' (known: a b)");
+  EXPECT_EQ(message("a:x"), "knob 'a' needs an integer, got 'x'");
+  EXPECT_EQ(message("a=1"), "knob 'a=1' is not name:value");
+  EXPECT_EQ(message("a:0"), "knobs 'a:0' are not a legal combination");
+}
+
+TEST(Synth, SceneAndMaskAreDeterministicAndInRange) {
+  const auto s1 = synth_scene(5, 17, 23), s2 = synth_scene(5, 17, 23);
+  EXPECT_EQ(to_doubles(s1), to_doubles(s2));
+  for (std::int64_t i = 0; i < s1.size(); i++) {
+    ASSERT_GE(s1.data()[i], 0.0f);
+    ASSERT_LE(s1.data()[i], 1.0f);
+  }
+  const auto m = synth_mask(17, 23, 3);
+  for (std::int64_t i = 0; i < m.size(); i++) {
+    ASSERT_GT(m.data()[i], 0.0f);
+    ASSERT_LE(m.data()[i], 1.0f);
+  }
+  EXPECT_NE(to_doubles(synth_mask(17, 23, 4)), to_doubles(m));
+  EXPECT_HPIPE_ERROR(synth_scene(0, 4, 4), "synth_scene", "bands: expected 1 to 2^20, got 0");
+}
+
+}  // namespace
+}  // namespace hpipe::test

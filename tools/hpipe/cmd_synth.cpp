@@ -1,0 +1,24 @@
+// hpipe synth: the deterministic synthetic scene and mask (hpipe::synth_scene, hpipe::synth_mask).
+#include "commands.h"
+#include "hpipe/synth.h"
+
+namespace hpipe::cli {
+
+int run_synth(Context &ctx) {
+  if (!ctx.positional.empty()) throw UsageError("hpipe synth: takes no input files (see hpipe synth --help)");
+  const std::string out = ctx.output_path();
+  const std::int64_t bands = ctx.integer("--bands", 28, 1, 1 << 20);
+  const std::int64_t height = ctx.integer("--height", 256, 1, 1 << 20);
+  const std::int64_t width = ctx.integer("--width", 256, 1, 1 << 20);
+  const std::int64_t seed = ctx.integer("--seed", 1, 0, INT64_MAX);
+  const auto scene = ctx.timed("compute", [&] { return synth_scene(bands, height, width); });
+  ctx.write_output(out, {bands, height, width}, std::vector<float>(scene.data(), scene.data() + scene.size()), DType::f32);
+  if (const auto mask_path = ctx.value("--mask")) {
+    const auto mask = ctx.timed("compute", [&] { return synth_mask(height, width, static_cast<std::uint64_t>(seed)); });
+    ctx.write_output(*mask_path, {height, width}, std::vector<float>(mask.data(), mask.data() + mask.size()), DType::f32);
+  }
+  ctx.summary.set("bands", bands).set("height", height).set("width", width).set("seed", seed);
+  return 0;
+}
+
+}  // namespace hpipe::cli

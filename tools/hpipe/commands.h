@@ -1,0 +1,14 @@
+// The subcommands: one function each (cmd_<name>.cpp), listed in kCommands (commands.cpp).
+#pragma once
+
+#include "cli.h"
+
+namespace hpipe::cli {
+
+int run_info(Context &ctx);
+int run_convert(Context &ctx);
+int run_diff(Context &ctx);
+int run_synth(Context &ctx);
+int run_cassi(Context &ctx);
+
+}  // namespace hpipe::cli

@@ -1,0 +1,377 @@
+#include "stack.h"
+
+#include <dirent.h>
+#include <glob.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+#include "errors.h"
+#include "file.h"
+#include "io_npy.h"
+
+namespace hpipe::cli {
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char &c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool ends_with(const std::string &s, const std::string &tail) {
+  return s.size() >= tail.size() && lower(s.substr(s.size() - tail.size())) == tail;
+}
+
+std::vector<std::string> folder_files(const std::string &dir) {
+  std::unique_ptr<DIR, int (*)(DIR *)> d(opendir(dir.c_str()), &closedir);
+  if (!d) throw Failure(dir + ": cannot read the folder");
+  std::vector<std::string> files;
+  while (const dirent *e = readdir(d.get())) {
+    const std::string n = e->d_name;
+    if (n.empty() || n[0] == '.' || !(ends_with(n, ".png") || ends_with(n, ".npy"))) continue;
+    files.push_back(dir + (dir.back() == '/' ? "" : "/") + n);
+  }
+  if (files.empty()) throw Failure(dir + ": the folder has no .png or .npy files");
+  std::sort(files.begin(), files.end(), natural_less);
+  return files;
+}
+
+std::vector<std::string> list_files(const std::string &list) {
+  std::ifstream in(list);
+  if (!in) throw Failure(list + ": cannot open the list file");
+  const std::size_t slash = list.rfind('/');
+  const std::string base = slash == std::string::npos ? "" : list.substr(0, slash + 1);
+  std::vector<std::string> files;
+  std::string line;
+  while (std::getline(in, line)) {
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    std::size_t b = 0;
+    while (b < line.size() && std::isspace(static_cast<unsigned char>(line[b]))) b++;
+    line = line.substr(b);
+    if (line.empty() || line[0] == '#') continue;
+    files.push_back(line[0] == '/' ? line : base + line);
+  }
+  if (files.empty()) throw Failure(list + ": the list names no files");
+  return files;
+}
+
+std::vector<std::string> glob_files(const std::string &pattern) {
+  glob_t g{};
+  const int rc = glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> files;
+  if (rc == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; i++)
+      if (!is_directory(g.gl_pathv[i])) files.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  if (files.empty()) throw Failure(pattern + ": no such file, and no files match it as a pattern");
+  std::sort(files.begin(), files.end(), natural_less);
+  return files;
+}
+
+template <class Stored, class T>
+void decode_into(const RawArray &a, const Decoder &decode, T *out) {
+  const std::int64_t n = a.size();
+  const unsigned char *p = a.bytes.data();
+  if (std::is_same_v<Stored, T> && decode.offset == 0 && decode.factor == 1) {
+    std::memcpy(out, p, static_cast<std::size_t>(n) * sizeof(T));  // the values as they are
+    return;
+  }
+  for (std::int64_t k = 0; k < n; k++) {
+    Stored v;
+    std::memcpy(&v, p + k * sizeof(Stored), sizeof(Stored));
+    out[k] = static_cast<T>(decode(static_cast<double>(v)));
+  }
+}
+
+std::string plane_size(const Shape &s) {
+  return std::to_string(s[s.size() - 2]) + " x " + std::to_string(s[s.size() - 1]);
+}
+
+// The index of the one integer conversion in a printf pattern, or npos when there is no '%'.
+std::size_t check_pattern(const std::string &p) {
+  std::size_t found = std::string::npos;
+  for (std::size_t i = 0; i < p.size(); i++) {
+    if (p[i] != '%') continue;
+    if (i + 1 < p.size() && p[i + 1] == '%') {
+      i++;
+      continue;
+    }
+    std::size_t j = i + 1;
+    while (j < p.size() && std::isdigit(static_cast<unsigned char>(p[j]))) j++;
+    if (j >= p.size() || p[j] != 'd' || j - i > 4 || found != std::string::npos)
+      throw UsageError("output pattern '" + p + "': expected exactly one integer conversion such as %d or %02d");
+    found = i;
+    i = j;
+  }
+  return found;
+}
+
+std::string format_pattern(const std::string &p, std::int64_t index) {
+  char buf[4096];
+  const int n = std::snprintf(buf, sizeof buf, p.c_str(), static_cast<int>(index));  // NOLINT: checked by check_pattern
+  if (n < 0 || n >= int(sizeof buf)) throw UsageError("output pattern '" + p + "': the name is too long");
+  return buf;
+}
+
+}  // namespace
+
+Decoder::Decoder(const Source &s, const ReadOptions &options) {
+  const bool integer = s.array.dtype == DType::u8 || s.array.dtype == DType::u16;
+  if (!integer || options.raw) return;
+  const double top = s.array.dtype == DType::u8 ? 255.0 : 65535.0;
+  const ValueRange r = s.range.value_or(ValueRange{});
+  offset = r.lo;
+  factor = (r.hi - r.lo) / top;
+}
+
+bool natural_less(const std::string &a, const std::string &b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = std::isdigit(static_cast<unsigned char>(a[i])), db = std::isdigit(static_cast<unsigned char>(b[j]));
+    if (da && db) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ie++;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) je++;
+      std::size_t is = i, js = j;  // skip leading zeros
+      while (is + 1 < ie && a[is] == '0') is++;
+      while (js + 1 < je && b[js] == '0') js++;
+      const std::string na = a.substr(is, ie - is), nb = b.substr(js, je - js);
+      if (na.size() != nb.size()) return na.size() < nb.size();
+      if (na != nb) return na < nb;
+      if (ie - i != je - j) return ie - i < je - j;
+      i = ie, j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      i++, j++;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::vector<std::string> expand_inputs(const std::vector<std::string> &specs) {
+  std::vector<std::string> files;
+  for (const std::string &s : specs) {
+    std::vector<std::string> more;
+    if (s.size() > 1 && s[0] == '@') {
+      more = list_files(s.substr(1));
+    } else if (is_directory(s)) {
+      more = folder_files(s);
+    } else if (exists(s) || s.find_first_of("*?[") == std::string::npos) {
+      more = {s};
+    } else {
+      more = glob_files(s);
+    }
+    files.insert(files.end(), more.begin(), more.end());
+  }
+  return files;
+}
+
+Source read_source(const std::string &path) {
+  Source s;
+  s.path = path;
+  if (has_npy_magic(path)) {
+    s.array = read_npy(path);
+  } else if (ends_with(path, ".npy")) {
+    s.array = read_npy(path);  // reports what is wrong with it
+  } else {
+    PngImage png = read_png(path);  // reports a wrong magic for anything else
+    s.array = std::move(png.array);
+    s.range = png.range;
+  }
+  return s;
+}
+
+std::vector<Source> read_sources(const std::vector<std::string> &files, const Tick &tick) {
+  if (files.empty()) throw UsageError("no input files given");
+  std::vector<Source> sources;
+  for (std::size_t i = 0; i < files.size(); i++) {
+    sources.push_back(read_source(files[i]));
+    if (tick) tick(i + 1, files.size());
+  }
+  return sources;
+}
+
+bool any_float64(const std::vector<Source> &sources) {
+  return std::any_of(sources.begin(), sources.end(), [](const Source &s) { return s.array.dtype == DType::f64; });
+}
+
+template <class T>
+Stack<T> to_stack(std::vector<Source> &&sources, const ReadOptions &options) {
+  Stack<T> stack;
+  Shape first;
+  std::int64_t bands = 0;
+  for (std::size_t i = 0; i < sources.size(); i++) {
+    Source &s = sources[i];
+    const Shape &sh = s.array.shape;
+    stack.files.push_back(s.path);
+    if (sources.size() == 1) {
+      stack.shape = sh;
+    } else {
+      if (sh.size() < 2 || sh.size() > 3)
+        throw Failure(s.path + ": shape " + shape_string(sh) +
+                      " cannot join a stack of images: expected (H, W) or (bands, H, W)");
+      if (i == 0) first = sh;
+      if (sh[sh.size() - 2] != first[first.size() - 2] || sh.back() != first.back())
+        throw Failure(s.path + ": image size " + plane_size(sh) + " differs from " + plane_size(first) + " of " +
+                      sources[0].path + " (mismatched band sizes)");
+      bands += sh.size() == 3 ? sh[0] : 1;
+      stack.shape = {bands, first[first.size() - 2], first.back()};
+    }
+    const Decoder decode(s, options);
+    const std::size_t at = stack.data.size();
+    stack.data.resize(at + static_cast<std::size_t>(s.array.size()));
+    switch (s.array.dtype) {
+      case DType::u8: decode_into<std::uint8_t>(s.array, decode, stack.data.data() + at); break;
+      case DType::u16: decode_into<std::uint16_t>(s.array, decode, stack.data.data() + at); break;
+      case DType::f32: decode_into<float>(s.array, decode, stack.data.data() + at); break;
+      case DType::f64: decode_into<double>(s.array, decode, stack.data.data() + at); break;
+    }
+    stack.bytes_read += static_cast<std::int64_t>(s.array.bytes.size());
+    s.array.bytes = {};
+  }
+  return stack;
+}
+
+Scale parse_scale(const std::string &text) {
+  Scale s;
+  if (text == "none") return s;
+  if (text == "auto") {
+    s.mode = Scale::automatic;
+    return s;
+  }
+  const std::size_t comma = text.find(',');
+  char *end = nullptr;
+  if (comma != std::string::npos) {
+    const std::string a = text.substr(0, comma), b = text.substr(comma + 1);
+    s.range.lo = std::strtod(a.c_str(), &end);
+    const bool ok_a = !a.empty() && *end == '\0';
+    s.range.hi = std::strtod(b.c_str(), &end);
+    if (ok_a && !b.empty() && *end == '\0' && std::isfinite(s.range.lo) && std::isfinite(s.range.hi) &&
+        s.range.lo < s.range.hi) {
+      s.mode = Scale::fixed;
+      return s;
+    }
+  }
+  throw UsageError("--scale: expected auto, none or MIN,MAX with MIN < MAX, got '" + text + "'");
+}
+
+std::optional<DType> parse_type(const std::string &text) {
+  if (text.empty()) return std::nullopt;
+  if (text == "u8") return DType::u8;
+  if (text == "u16") return DType::u16;
+  if (text == "f32") return DType::f32;
+  if (text == "f64") return DType::f64;
+  throw UsageError("--type: expected u8, u16, f32 or f64, got '" + text + "'");
+}
+
+bool output_is_png(const std::string &output) {
+  if (ends_with(output, ".png")) return true;
+  if (ends_with(output, ".npy")) return false;
+  throw UsageError("-o " + output + ": expected a .png or .npy name (or a pattern such as out/band_%02d.png)");
+}
+
+template <class T>
+WriteReport write_stack(const std::string &output, const Shape &shape, const std::vector<T> &data,
+                        const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
+                        const Tick &tick) {
+  const bool png = output_is_png(output);
+  const bool pattern = check_pattern(output) != std::string::npos;
+  WriteReport report;
+  const bool default_int = default_type == DType::u8 || default_type == DType::u16;
+  report.type = options.type.value_or(png && !default_int ? DType::u16 : default_type);
+  const bool integer = report.type == DType::u8 || report.type == DType::u16;
+  if (png && !integer)
+    throw UsageError("--type " + std::string(name(report.type)) + ": PNG holds u8 or u16; write a .npy for floats");
+
+  // Planes: one file per plane for a pattern or a PNG.
+  Shape plane_shape = shape;
+  std::int64_t planes = 1;
+  if (pattern || png) {
+    if (shape.size() < 2)
+      throw UsageError(output + ": the result has shape " + shape_string(shape) +
+                       ", not images; write it to a .npy file");
+    plane_shape = {shape[shape.size() - 2], shape.back()};
+    for (std::size_t d = 0; d + 2 < shape.size(); d++) planes *= shape[d];
+    if (!pattern && planes != 1)
+      throw UsageError(output + ": the result has " + std::to_string(planes) + " planes (shape " +
+                       shape_string(shape) + "); give a pattern such as out/band_%02d.png, or a .npy file");
+  }
+  std::vector<std::string> targets;
+  for (std::int64_t p = 0; p < planes; p++) targets.push_back(pattern ? format_pattern(output, p) : output);
+  OutputSet outputs(targets, inputs, options.force);
+
+  // The value range mapped onto the type's full range (integers) or onto [0, 1] (floats).
+  const double top = report.type == DType::u8 ? 255.0 : report.type == DType::u16 ? 65535.0 : 1.0;
+  double lo = 0, span = integer && options.raw ? top : 1;
+  if (options.scale.mode != Scale::none) {
+    ValueRange r = options.scale.range;
+    if (options.scale.mode == Scale::automatic) {
+      r = {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+      for (T v : data)
+        if (std::isfinite(v)) r.lo = std::min<double>(r.lo, v), r.hi = std::max<double>(r.hi, v);
+      if (!(r.lo <= r.hi)) r = {0, 1};
+      if (r.lo == r.hi) r.hi = r.lo + 1;
+    }
+    report.range = r;
+    lo = r.lo;
+    span = r.hi - r.lo;
+  }
+  const std::int64_t per_plane = element_count(plane_shape);
+  for (std::int64_t p = 0; p < planes; p++) {
+    RawArray a;
+    a.shape = plane_shape;
+    a.dtype = report.type;
+    a.bytes.resize(static_cast<std::size_t>(per_plane) * size_of(a.dtype));
+    const T *src = data.data() + p * per_plane;
+    const bool as_is = options.scale.mode == Scale::none && size_of(a.dtype) == sizeof(T) && !integer;
+    if (as_is) std::memcpy(a.bytes.data(), src, a.bytes.size());  // floats of the work's own type
+    for (std::int64_t i = 0; i < per_plane && !as_is; i++) {
+      const double v = options.scale.mode == Scale::none && !integer ? double(src[i]) : (src[i] - lo) / span * top;
+      unsigned char *dst = a.bytes.data() + static_cast<std::size_t>(i) * size_of(a.dtype);
+      if (integer) {
+        const double q = std::nearbyint(v);
+        const double c = std::isnan(q) ? 0 : std::clamp(q, 0.0, top);
+        report.clipped += !(q == c);
+        if (a.dtype == DType::u8) {
+          *dst = static_cast<unsigned char>(c);
+        } else {
+          const auto u = static_cast<std::uint16_t>(c);
+          std::memcpy(dst, &u, 2);
+        }
+      } else if (a.dtype == DType::f32) {
+        const auto f = static_cast<float>(v);
+        std::memcpy(dst, &f, 4);
+      } else {
+        std::memcpy(dst, &v, 8);
+      }
+    }
+    if (png) {
+      write_png(outputs.temporary(p), a, report.range);
+    } else {
+      if (!pattern) a.shape = shape;
+      write_npy(outputs.temporary(p), a);
+    }
+    report.bytes_written += static_cast<std::int64_t>(a.bytes.size());
+    if (tick) tick(p + 1, planes);
+  }
+  outputs.commit();
+  report.files = targets;
+  return report;
+}
+
+template Stack<float> to_stack<float>(std::vector<Source> &&, const ReadOptions &);
+template Stack<double> to_stack<double>(std::vector<Source> &&, const ReadOptions &);
+template WriteReport write_stack<float>(const std::string &, const Shape &, const std::vector<float> &,
+                                        const WriteOptions &, DType, const std::vector<std::string> &, const Tick &);
+template WriteReport write_stack<double>(const std::string &, const Shape &, const std::vector<double> &,
+                                         const WriteOptions &, DType, const std::vector<std::string> &, const Tick &);
+
+}  // namespace hpipe::cli

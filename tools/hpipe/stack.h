@@ -1,0 +1,103 @@
+// Stacks of images: naming them on the command line (files in band order, a quoted glob, a
+// folder, @list.txt), reading them into one array of values, and writing results as one .npy
+// file, one PNG, or a PNG/.npy per band through a printf pattern (out/band_%02d.png).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "array.h"
+#include "io_png.h"
+
+namespace hpipe::cli {
+
+// Called as work advances: (done, total).
+using Tick = std::function<void(std::size_t, std::size_t)>;
+
+// "band_2" < "band_10": digit runs compare as numbers.
+bool natural_less(const std::string &a, const std::string &b);
+
+// Expands each spec: an existing file; a folder (its .png and .npy files); @list.txt (one path a
+// line, relative to the list's folder; blank lines and # comments skipped); else a glob. Globs
+// and folders are sorted naturally; explicit files keep their order.
+std::vector<std::string> expand_inputs(const std::vector<std::string> &specs);
+
+// One file, by its content: PNG or .npy.
+struct Source {
+  std::string path;
+  RawArray array;
+  std::optional<ValueRange> range;  // from a PNG written with --scale
+};
+Source read_source(const std::string &path);
+
+// The values of a stack, in the type the kernels run in.
+template <class T>
+struct Stack {
+  Shape shape;
+  std::vector<T> data;
+  std::vector<std::string> files;
+  std::int64_t bytes_read = 0;
+};
+
+// How file contents become values: integers map to [0, 1] (or to a PNG's stored range) unless
+// `raw`; floats are taken as they are.
+struct ReadOptions {
+  bool raw = false;
+};
+
+// How a source's stored numbers become values (see ReadOptions).
+struct Decoder {
+  double offset = 0, factor = 1;
+  Decoder(const Source &source, const ReadOptions &options);
+  double operator()(double stored) const { return offset + stored * factor; }
+};
+
+// Reads every file (PNG or .npy, by content), ticking once per file.
+std::vector<Source> read_sources(const std::vector<std::string> &files, const Tick &tick);
+// Whether any source holds float64 (then the work runs in double precision).
+bool any_float64(const std::vector<Source> &sources);
+
+// The sources as one stack, emptying them as it goes. One file keeps its own shape; several are
+// stacked along the first axis (each (H, W), or (n, H, W) contributing n bands), and all must
+// share H and W.
+template <class T>
+Stack<T> to_stack(std::vector<Source> &&sources, const ReadOptions &options);
+
+struct Scale {
+  enum Mode { none, automatic, fixed } mode = none;
+  ValueRange range;  // for fixed
+};
+Scale parse_scale(const std::string &text);        // "auto", "none", "MIN,MAX"
+std::optional<DType> parse_type(const std::string &text);  // "u8", "u16", "f32", "f64"; "" -> nullopt
+
+struct WriteOptions {
+  std::optional<DType> type;  // nullopt: the command's default for the format
+  Scale scale;
+  bool raw = false;
+  bool force = false;
+};
+
+struct WriteReport {
+  std::vector<std::string> files;
+  DType type = DType::f32;
+  std::int64_t bytes_written = 0;
+  std::int64_t clipped = 0;            // values outside the integer type's range (NaN included)
+  std::optional<ValueRange> range;     // the values mapped to the type's full range, when scaled
+};
+
+// Writes `shape`/`data` to `output`: a .npy file (the whole array), a .png (a single plane), or
+// a printf pattern with one integer conversion (one file per plane, planes counted over all
+// leading axes from 0). Every target is checked first (see OutputSet), written beside itself and
+// renamed at the end. `default_type` applies when options.type is unset.
+template <class T>
+WriteReport write_stack(const std::string &output, const Shape &shape, const std::vector<T> &data,
+                        const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
+                        const Tick &tick);
+
+// Whether an output name is a .png (else .npy); UsageError for other extensions.
+bool output_is_png(const std::string &output);
+
+}  // namespace hpipe::cli
