@@ -2,7 +2,9 @@
 #pragma once
 
 #include "hpipe/cassi.h"
+#include "hpipe/conv1d.h"
 #include "hpipe/device.h"
+#include "hpipe/dot.h"
 #include "hpipe/error.h"
 #include "hpipe/synth.h"
 #include "hpipe/view.h"

@@ -1,0 +1,38 @@
+// Batched 1-D convolution: algorithm only (schedules live in schedules/conv1d_*.cpp).
+//
+// Layout (Halide dimension order, innermost first; NumPy shapes reversed):
+//   signal s(x, i)   NumPy (N, Ls)
+//   kernel v(j, i)   NumPy (N, Lv); one kernel shared by every row is passed with a row stride of 0
+//   out(k, i)        NumPy (N, Lo); Lo is the output buffer's extent
+// out(k, i) = sum_{j < Lv} s(k + offset - j, i) * v(j, i), s being 0 outside [0, Ls): rows of the
+// full convolution starting at `offset` (0 for full; NumPy's same and valid are later offsets).
+// Any lengths work; the runtime passes the longer of the two operands as the signal.
+#pragma once
+
+#include "Halide.h"
+#include "generators/common.h"
+
+namespace hpipe::alg {
+
+struct Conv1d {
+  Halide::Expr taps;     // Lv
+  Halide::Func padded;   // padded(x, i): the signal, zero outside [0, Ls); zeros, then the row copied
+                         // in by an update, so a schedule can stage rows densely without clamping
+  Halide::Func conv;     // conv(k, i) = sum_j padded(k + offset - j, i) * v(j, i)
+  Halide::Func out;      // = conv; separate so a schedule can accumulate in registers
+  Halide::RDom signal;   // [0, Ls): the copy into padded
+  Halide::RDom kernel;   // [0, Lv): the taps
+};
+Conv1d conv1d(Halide::Func signal, Halide::Expr signal_length, Halide::Func kernel, Halide::Expr taps,
+              Halide::Expr offset);
+
+// Estimates: the large W3 case of shared/workloads.md, N = 100000 rows, Ls = 9, Lv = 7, full.
+struct Conv1dEstimates {
+  int rows = 100000, signal = 9, taps = 7;
+  int out_length() const { return signal + taps - 1; }
+  Halide::Region signal_region() const { return {{0, signal}, {0, rows}}; }
+  Halide::Region kernel_region() const { return {{0, taps}, {0, rows}}; }
+  Halide::Region out() const { return {{0, out_length()}, {0, rows}}; }
+};
+
+}  // namespace hpipe::alg

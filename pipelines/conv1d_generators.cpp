@@ -1,0 +1,39 @@
+// AOT generator of the batched 1-D convolution: inputs/outputs, estimates, schedule. The
+// algorithm is in generators/conv1d.cpp, the schedules in schedules/conv1d_{cpu,cuda}.cpp.
+//
+// The kernel input is 2-D (j, i); the runtime passes one shared kernel with a row stride of 0,
+// and passes the longer operand as the signal. The output length is the output buffer's extent.
+#include "generators/conv1d.h"
+#include "pipelines/generator_base.h"
+#include "schedules/conv1d.h"
+
+namespace hpipe {
+namespace {
+
+using namespace Halide;
+
+template <class T>
+class Conv1dGenerator : public Generator<Conv1dGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> signal{"signal", 2};
+  GeneratorInput<Buffer<T>> kernel{"kernel", 2};
+  GeneratorInput<int> offset{"offset"};  // first element of the full convolution in `out`
+  GeneratorOutput<Buffer<T>> out{"out", 2};
+
+  void generate() {
+    auto op = alg::conv1d(signal, signal.dim(0).extent(), kernel, kernel.dim(0).extent(), offset);
+    out = op.out;
+    const alg::Conv1dEstimates e;
+    signal.set_estimates(e.signal_region());
+    kernel.set_estimates(e.kernel_region());
+    offset.set_estimate(0);
+    out.set_estimates(e.out());
+    apply_schedule<sched::Conv1dKnobs>(op, this->get_target(), knobs);
+  }
+};
+
+}  // namespace
+}  // namespace hpipe
+
+HPIPE_REGISTER_GENERATOR(hpipe::Conv1dGenerator, conv1d)

@@ -1,0 +1,34 @@
+// Batched dot product: out[i] = sum_k a[i, k] * b[i, k].
+//
+// Shapes (NumPy order): a, b (N, K); out (N,) (NumPy's `(a * b).sum(1)`; W1's (N, 1) is a reshape).
+// Any strides are accepted. Row-major operands (K stride 1) and column-major ones (N stride 1,
+// e.g. transposed views of (K, N) arrays) are read in place by their own kernels; any other
+// layout, or one operand of each kind, is first copied densely (measured: BM_dot_transposed,
+// BM_dot_mixed in hpipe_bench).
+//
+// Accuracy (eps32 = 2^-24, eps64 = 2^-53, S = sum_k |a[i, k] * b[i, k]|): no partial sum in the
+// element type covers more than 64 products; those partial sums are combined in double.
+//   float32: the bound does not grow with K:   |out[i] - exact| <= eps32 * |exact| + 66 * eps32 * S
+//            (K < 2^31). Row-major: 32 float lanes over chunks of 2048 elements; column-major:
+//            one float sum per 64 consecutive k.
+//   float64: the same orders in double:   |out[i] - exact| <= (100 + K / 1024) * eps64 * S.
+// (For comparison, one serial float sum guarantees only about K * eps32 * S.)
+//
+// Outputs must not overlap inputs. K = 0 or N = 0 is an error.
+#pragma once
+
+#include "hpipe/device.h"
+#include "hpipe/view.h"
+
+namespace hpipe {
+
+#define HPIPE_DOT_DECLARE(T)                                                                         \
+  void batched_dot(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Options &options = {}); \
+  /* Allocating form: returns a new host array of shape (N,). */                                      \
+  Array<T, 1> batched_dot(View<const T, 2> a, View<const T, 2> b, const Options &options = {});
+
+HPIPE_DOT_DECLARE(float)
+HPIPE_DOT_DECLARE(double)
+#undef HPIPE_DOT_DECLARE
+
+}  // namespace hpipe

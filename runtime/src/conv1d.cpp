@@ -1,0 +1,131 @@
+#include "hpipe/conv1d.h"
+
+#include <algorithm>
+#include <string>
+
+#include "call.h"
+#include "hpipe_conv1d_f32_cpu.h"
+#include "hpipe_conv1d_f64_cpu.h"
+#ifdef HPIPE_HAVE_CUDA
+#include "hpipe_conv1d_f32_cuda.h"
+#include "hpipe_conv1d_f64_cuda.h"
+#endif
+#include "kernels.h"
+
+namespace hpipe {
+
+using detail::Call;
+using detail::shape_string;
+
+namespace {
+
+template <class T>
+struct Conv1dKernels;
+template <>
+struct Conv1dKernels<float> {
+  static constexpr auto conv = HPIPE_KERNEL(hpipe_conv1d_f32);
+};
+template <>
+struct Conv1dKernels<double> {
+  static constexpr auto conv = HPIPE_KERNEL(hpipe_conv1d_f64);
+};
+
+using Shape2 = std::array<std::int64_t, 2>;
+
+// First element of the full convolution that output element 0 is (see conv1d.h).
+std::int64_t full_offset(std::int64_t la, std::int64_t lv, ConvMode mode) {
+  const std::int64_t m = std::min(la, lv);
+  switch (mode) {
+    case ConvMode::same:
+      return (m - 1) / 2;
+    case ConvMode::valid:
+      return m - 1;
+    case ConvMode::full:
+      break;
+  }
+  return 0;
+}
+
+// `v` is (N, Lv); a shared kernel arrives here with a row stride of 0.
+template <class T>
+void conv1d_impl(View<const T, 2> a, View<const T, 2> v, bool shared, ConvMode mode, View<T, 2> out,
+                 const Options &options) {
+  Call call("conv1d", options);
+  if (mode != ConvMode::full && mode != ConvMode::same && mode != ConvMode::valid)
+    call.fail("mode", "must be ConvMode::full, same or valid, got " + std::to_string(int(mode)));
+  if (a.shape(0) < 1 || a.shape(1) < 1)
+    call.fail("a", "expected shape (N, La) with N >= 1 and La >= 1, got " + shape_string(a.shape()));
+  if (shared) {
+    if (v.shape(1) < 1) call.fail("v", "expected a kernel of length at least 1, got shape (0,)");
+  } else {
+    if (v.shape(1) < 1 || v.shape(0) != a.shape(0))
+      call.fail("v", "expected shape (" + std::to_string(a.shape(0)) +
+                         ", Lv) with Lv >= 1 (one kernel per row of a), got " + shape_string(v.shape()));
+  }
+  const std::int64_t la = a.shape(1), lv = v.shape(1);
+  const Shape2 expected{a.shape(0), conv1d_length(la, lv, mode)};
+  if (out.shape() != expected)
+    call.fail("out", "expected shape " + shape_string(expected) + " for mode " + to_string(mode) + " with La = " +
+                         std::to_string(la) + ", Lv = " + std::to_string(lv) + ", got " + shape_string(out.shape()));
+  // Like np.convolve, the longer operand is the signal and the shorter one the kernel.
+  const bool swap = lv > la;
+  auto sa = call.input(swap ? "v" : "a", swap ? v : a);
+  auto ka = call.input(swap ? "a" : "v", swap ? a : v);
+  auto oa = call.output("out", out);
+  call.run(Conv1dKernels<T>::conv, sa, ka, static_cast<int>(full_offset(la, lv, mode)), oa);
+}
+
+template <class T>
+View<const T, 2> broadcast_rows(const View<const T, 1> &v, std::int64_t rows) {
+  return View<const T, 2>(v.data(), {rows, v.shape(0)}, {0, v.stride(0)}, v.memory());
+}
+
+}  // namespace
+
+std::int64_t conv1d_length(std::int64_t la, std::int64_t lv, ConvMode mode) {
+  switch (mode) {
+    case ConvMode::same:
+      return std::max(la, lv);
+    case ConvMode::valid:
+      return std::max(la, lv) - std::min(la, lv) + 1;
+    case ConvMode::full:
+      break;
+  }
+  return la + lv - 1;
+}
+
+const char *to_string(ConvMode mode) {
+  switch (mode) {
+    case ConvMode::full:
+      return "full";
+    case ConvMode::same:
+      return "same";
+    case ConvMode::valid:
+      return "valid";
+  }
+  return "unknown";
+}
+
+#define HPIPE_CONV1D_DEFINE(T)                                                                                 \
+  void conv1d(View<const T, 2> a, View<const T, 2> v, ConvMode mode, View<T, 2> out, const Options &o) {       \
+    conv1d_impl<T>(a, v, false, mode, out, o);                                                                 \
+  }                                                                                                            \
+  void conv1d(View<const T, 2> a, View<const T, 1> v, ConvMode mode, View<T, 2> out, const Options &o) {       \
+    conv1d_impl<T>(a, broadcast_rows(v, a.shape(0)), true, mode, out, o);                                      \
+  }                                                                                                            \
+  Array<T, 2> conv1d(View<const T, 2> a, View<const T, 2> v, ConvMode mode, const Options &o) {                \
+    Array<T, 2> out({a.shape(0), conv1d_length(a.shape(1), v.shape(1), mode)});                               \
+    conv1d_impl<T>(a, v, false, mode, out.view(), o);                                                          \
+    return out;                                                                                                \
+  }                                                                                                            \
+  Array<T, 2> conv1d(View<const T, 2> a, View<const T, 1> v, ConvMode mode, const Options &o) {                \
+    Array<T, 2> out({a.shape(0), conv1d_length(a.shape(1), v.shape(0), mode)});                               \
+    conv1d_impl<T>(a, broadcast_rows(v, a.shape(0)), true, mode, out.view(), o);                               \
+    return out;                                                                                                \
+  }
+
+HPIPE_CONV1D_DEFINE(float)
+HPIPE_CONV1D_DEFINE(double)
+#undef HPIPE_CONV1D_DEFINE
+
+}  // namespace hpipe

@@ -1,0 +1,49 @@
+// CPU-vector and CUDA schedules of the batched 1-D convolution (algorithm: generators/conv1d.h).
+#pragma once
+
+#include "generators/conv1d.h"
+#include "schedules/knobs.h"
+
+namespace hpipe::sched {
+
+// Kernel lengths with their own unrolled code path (others take the generic tap loop).
+constexpr int kConv1dUnrolledTapsMin = 2, kConv1dUnrolledTapsMax = 9;
+
+struct Conv1dCpuKnobs {
+  int vector_factor = 1;   // vector width in multiples of the target's natural width
+  int rows_per_task = 64;  // rows one parallel task covers
+  int rows_per_stage = 8;  // rows padded together before they are convolved
+
+  template <class F>
+  void visit(F &&f) {
+    f("vector_factor", vector_factor, Candidates{1, 2});
+    f("rows_per_task", rows_per_task, Candidates{8, 16, 32, 64, 128, 256});
+    f("rows_per_stage", rows_per_stage, Candidates{1, 2, 4, 8, 16});
+  }
+  bool valid() const {
+    return vector_factor >= 1 && rows_per_stage >= 1 && rows_per_task >= rows_per_stage &&
+           rows_per_task % rows_per_stage == 0;
+  }
+};
+
+struct Conv1dCudaKnobs {
+  int block_k = 32;    // threads of a block along the output row
+  int block_rows = 8;  // ... across rows
+
+  template <class F>
+  void visit(F &&f) {
+    f("block_k", block_k, Candidates{16, 32, 64, 128});
+    f("block_rows", block_rows, Candidates{1, 2, 4, 8, 16});
+  }
+  bool valid() const { return block_k >= 1 && block_rows >= 1 && block_k * block_rows <= 1024; }
+};
+
+void schedule_cpu(alg::Conv1d op, const Halide::Target &t, const Conv1dCpuKnobs &k);
+void schedule_cuda(alg::Conv1d op, const Halide::Target &t, const Conv1dCudaKnobs &k);
+
+struct Conv1dKnobs {
+  using Cpu = Conv1dCpuKnobs;
+  using Cuda = Conv1dCudaKnobs;
+};
+
+}  // namespace hpipe::sched

@@ -1,0 +1,179 @@
+// Batched dot product against the long-double reference: the accuracy bound of hpipe/dot.h,
+// odd and edge shapes around the kernel's block (32) and chunk (2048) sizes, strided and
+// transposed views, K = 10^6, N = 10^5, and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "reference/dot_reference.h"
+#include "test_util.h"
+
+namespace hpipe::test {
+namespace {
+
+// The bound of hpipe/dot.h for one row, plus the reference's own error (K + 1) * 2^-64 * S.
+template <class T>
+double dot_bound(double exact, double magnitude, std::int64_t k) {
+  const double reference_error = (k + 1) * std::ldexp(1.0, -64) * magnitude;
+  if constexpr (std::is_same_v<T, float>) {
+    const double eps32 = std::ldexp(1.0, -24);
+    return eps32 * std::abs(exact) + 66 * eps32 * magnitude + reference_error;
+  } else {
+    return (100 + double(k) / 1024) * std::ldexp(1.0, -53) * magnitude + reference_error;
+  }
+}
+
+// Every row of `out` within the bound of the reference of a, b (given as dense (n, k) values).
+template <class T>
+::testing::AssertionResult within_dot_bound(const std::vector<double> &out, const std::vector<double> &a,
+                                            const std::vector<double> &b, std::int64_t n, std::int64_t k) {
+  const auto ref = reference::batched_dot(a, b, n, k);
+  if (out.size() != ref.value.size())
+    return ::testing::AssertionFailure() << "size " << out.size() << " != " << ref.value.size();
+  for (std::int64_t i = 0; i < n; i++) {
+    const double err = std::abs(out[i] - ref.value[i]), bound = dot_bound<T>(ref.value[i], ref.magnitude[i], k);
+    if (!(err <= bound))
+      return ::testing::AssertionFailure() << "row " << i << ": got " << out[i] << ", expected " << ref.value[i]
+                                           << " (error " << err << " > bound " << bound << ", sum|ab| "
+                                           << ref.magnitude[i] << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct Shape {
+  std::int64_t n, k;
+};
+// Around the block (32) and chunk (2048) boundaries, odd sizes, one long row, the W1 size.
+const std::vector<Shape> kShapes = {{1, 1},    {3, 1},    {1, 31},   {2, 32},    {5, 33},     {7, 63},
+                                    {3, 2047}, {3, 2048}, {4, 2049}, {2, 4127},  {9, 6171},   {500, 500},
+                                    {17, 333}, {1, 100003}};
+
+template <class T>
+void check_dense(const Shape &s, Device device, std::uint32_t seed, double lo = 0.05) {
+  SCOPED_TRACE("N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) + " lo=" + std::to_string(lo));
+  const auto a = random_array<T, 2>({s.n, s.k}, seed, lo), b = random_array<T, 2>({s.n, s.k}, seed + 1, lo);
+  auto out = poisoned<T, 1>({s.n});
+  batched_dot(a.view(), b.view(), out.view(), {device});
+  EXPECT_TRUE(within_dot_bound<T>(to_doubles(out), to_doubles(a), to_doubles(b), s.n, s.k));
+  // Inputs are never modified.
+  EXPECT_EQ(to_doubles(a), to_doubles(random_array<T, 2>({s.n, s.k}, seed, lo)));
+  EXPECT_EQ(to_doubles(b), to_doubles(random_array<T, 2>({s.n, s.k}, seed + 1, lo)));
+}
+
+template <class T>
+class DotTyped : public ::testing::Test {};
+using ElementTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(DotTyped, ElementTypes);
+
+TYPED_TEST(DotTyped, MatchesReferenceOnCpu) {
+  std::uint32_t seed = 10;
+  for (const auto &s : kShapes) check_dense<TypeParam>(s, Device::cpu, seed += 2);
+  // Mixed signs: cancellation, so the bound is relative to sum |a b|, not to the result.
+  for (const auto &s : kShapes) check_dense<TypeParam>(s, Device::cpu, seed += 2, -1.0);
+}
+
+TYPED_TEST(DotTyped, MatchesReferenceOnCuda) {
+  if (!cuda_available()) GTEST_SKIP() << "no usable GPU: " << cuda_unavailable_reason();
+  std::uint32_t seed = 90;
+  for (const auto &s : kShapes) check_dense<TypeParam>(s, Device::cuda, seed += 2);
+  for (const auto &s : kShapes) check_dense<TypeParam>(s, Device::cuda, seed += 2, -1.0);
+}
+
+// K = 10^6: the bound does not grow with K for float32; one serial float sum would miss it.
+TYPED_TEST(DotTyped, LongRowsKeepTheBound) {
+  check_dense<TypeParam>({3, 1000000}, Device::cpu, 7);
+  check_dense<TypeParam>({2, 1000000}, Device::cpu, 8, -1.0);
+}
+
+TYPED_TEST(DotTyped, ManyShortRows) { check_dense<TypeParam>({100000, 3}, Device::cpu, 5); }
+
+// Both operands transposed views of (K, N) arrays: the column kernel, around its chunk (64) and
+// group (1024) sizes, N below and above a vector, and K = 10^6.
+template <class T>
+void check_transposed(const Shape &s, Device device, std::uint32_t seed, double lo = 0.05) {
+  SCOPED_TRACE("transposed N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) + " lo=" + std::to_string(lo));
+  const auto at = random_array<T, 2>({s.k, s.n}, seed, lo), bt = random_array<T, 2>({s.k, s.n}, seed + 1, lo);
+  const View<const T, 2> a(at.data(), {s.n, s.k}, {1, s.n}), b(bt.data(), {s.n, s.k}, {1, s.n});
+  auto out = poisoned<T, 1>({s.n});
+  batched_dot(a, b, out.view(), {device});
+  EXPECT_TRUE(within_dot_bound<T>(to_doubles(out), to_doubles(a), to_doubles(b), s.n, s.k));
+}
+const std::vector<Shape> kTransposedShapes = {{1, 1},     {3, 1},    {1, 100},  {5, 63},    {5, 64},
+                                              {5, 65},    {17, 1023}, {3, 1025}, {40, 2085}, {4, 16411},
+                                              {500, 500}, {33, 3000}};
+
+TYPED_TEST(DotTyped, TransposedMatchesReference) {
+  std::uint32_t seed = 300;
+  for (const auto &s : kTransposedShapes) check_transposed<TypeParam>(s, Device::cpu, seed += 2);
+  for (const auto &s : kTransposedShapes) check_transposed<TypeParam>(s, Device::cpu, seed += 2, -1.0);
+  check_transposed<TypeParam>({3, 1000000}, Device::cpu, 9);
+  if (cuda_available())
+    for (const auto &s : kTransposedShapes) check_transposed<TypeParam>(s, Device::cuda, seed += 2);
+}
+
+// a transposed (K-stride N), b dense; both transposed; a with an innermost stride of 2; a strided
+// output whose gaps stay untouched.
+TEST(DotViews, StridedAndTransposed) {
+  const std::int64_t n = 37, k = 2085;
+  const auto a = random_array<float, 2>({n, k}, 3), b = random_array<float, 2>({n, k}, 4);
+  Array<float, 2> at({k, n}), bt({k, n}), wide({n, 2 * k});
+  for (std::int64_t i = 0; i < n; i++)
+    for (std::int64_t j = 0; j < k; j++) {
+      at(j, i) = a(i, j);
+      bt(j, i) = b(i, j);
+      wide(i, 2 * j) = a(i, j);
+      wide(i, 2 * j + 1) = std::numeric_limits<float>::quiet_NaN();
+    }
+  const View<const float, 2> a_t(at.data(), {n, k}, {1, n}), b_t(bt.data(), {n, k}, {1, n});
+  const View<const float, 2> a_s(wide.data(), {n, k}, {2 * k, 2});
+  const auto av = to_doubles(a), bv = to_doubles(b);
+
+  auto out = poisoned<float, 1>({n});
+  batched_dot(a_t, b.view(), out.view(), {Device::cpu});
+  EXPECT_TRUE(within_dot_bound<float>(to_doubles(out), av, bv, n, k)) << "a transposed";
+  out = poisoned<float, 1>({n});
+  batched_dot(a_t, b_t, out.view(), {Device::cpu});
+  EXPECT_TRUE(within_dot_bound<float>(to_doubles(out), av, bv, n, k)) << "both transposed";
+
+  auto out_wide = poisoned<float, 1>({3 * n});
+  const View<float, 1> out_s(out_wide.data() + 1, {n}, {3});
+  batched_dot(a_s, b_t, out_s, {Device::cpu});
+  EXPECT_TRUE(within_dot_bound<float>(to_doubles(out_s), av, bv, n, k)) << "strided a and out";
+  EXPECT_TRUE(std::isnan(out_wide(0)));
+  EXPECT_TRUE(std::isnan(out_wide(2)));
+}
+
+TEST(DotErrors, BadArgumentsNameTheArgument) {
+  const Options cpu{Device::cpu};
+  const auto a = random_array<float, 2>({4, 5}, 1), b = random_array<float, 2>({4, 5}, 2);
+  auto out = poisoned<float, 1>({4});
+  const auto b_long = random_array<float, 2>({4, 6}, 2);
+  EXPECT_HPIPE_ERROR(batched_dot(a.view(), b_long.view(), out.view(), cpu), "batched_dot", "b: expected shape (4, 5)",
+                     "got (4, 6)");
+  auto out_wrong = poisoned<float, 1>({5});
+  EXPECT_HPIPE_ERROR(batched_dot(a.view(), b.view(), out_wrong.view(), cpu), "out: expected shape (4,)",
+                     "one value per row", "got (5,)");
+  const Array<float, 2> empty_k({4, 0}), empty_n({0, 5});
+  EXPECT_HPIPE_ERROR(batched_dot(empty_k.view(), empty_k.view(), out.view(), cpu), "a: expected shape (N, K)",
+                     "K >= 1", "got (4, 0)");
+  EXPECT_HPIPE_ERROR(batched_dot(empty_n.view(), empty_n.view(), cpu), "a:", "N >= 1", "got (0, 5)");
+  // The output placed over an input.
+  auto a_copy = a;
+  EXPECT_HPIPE_ERROR(batched_dot(a_copy.view(), b.view(), View<float, 1>(a_copy.data(), {4}), cpu),
+                     "out: overlaps input a");
+  EXPECT_HPIPE_ERROR(batched_dot(View<const float, 2>(nullptr, {4, 5}), b.view(), out.view(), cpu),
+                     "a: data pointer is null");
+  for (std::int64_t i = 0; i < out.size(); i++) ASSERT_TRUE(std::isnan(out.data()[i]));
+  EXPECT_EQ(to_doubles(a_copy), to_doubles(a));
+}
+
+TEST(DotErrors, CudaRequestWithoutGpu) {
+  if (cuda_available()) GTEST_SKIP() << "a GPU is usable here; this checks the message where none is";
+  const auto a = random_array<float, 2>({2, 3}, 1);
+  EXPECT_HPIPE_ERROR(batched_dot(a.view(), a.view(), {Device::cuda}), "batched_dot",
+                     "CUDA was requested but CUDA is not usable", cuda_unavailable_reason());
+}
+
+}  // namespace
+}  // namespace hpipe::test
