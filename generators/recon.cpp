@@ -1,0 +1,91 @@
+#include "generators/recon.h"
+
+namespace hpipe::alg {
+
+using namespace Halide;
+
+namespace {
+Var w("w"), h("h"), c("c"), b("b"), s("slot");
+}  // namespace
+
+TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr iterations) {
+  TvChambolle tv;
+  const Type t = value_type(image);
+  const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
+  tv.image = Func("tv_image");
+  tv.image(w, h, c, b) = image(w, h, c, b);
+  Func f = tv.image;
+
+  Func p("tv_dual");
+  p(w, h, c, b, s) = Tuple(zero, zero);
+  tv.steps = RDom(0, width, 0, height, 0, max(iterations - 1, 0), "tv_step");
+  const RVar x = tv.steps.x, y = tv.steps.y, k = tv.steps.z;
+  const Expr read = k % 2;
+  // Indices are clamped into the image so the dual never needs storage outside it; a neighbour
+  // outside the image contributes 0 (the dual is 0 there, the gradient is 0 on the far edge).
+  auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
+  auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
+  auto primal = [&](Expr xx, Expr yy) {  // u_k = f + div p_k
+    const Expr left = select(xx > 0, pw(max(xx - 1, 0), yy), zero);
+    const Expr up = select(yy > 0, ph(xx, max(yy - 1, 0)), zero);
+    return f(xx, yy, c, b) + (left - pw(xx, yy)) + (up - ph(xx, yy));
+  };
+  const Expr u = primal(x, y);
+  const Expr gw = select(x < width - 1, primal(min(x + 1, width - 1), y) - u, zero);
+  const Expr gh = select(y < height - 1, primal(x, min(y + 1, height - 1)) - u, zero);
+  const Expr scale = 1 + (tau / weight) * sqrt(gw * gw + gh * gh);
+  p(x, y, c, b, (k + 1) % 2) = Tuple((pw(x, y) - tau * gw) / scale, (ph(x, y) - tau * gh) / scale);
+  tv.dual = p;
+
+  const Expr last = max(iterations - 1, 0) % 2;
+  const Expr left = select(w > 0, p(max(w - 1, 0), h, c, b, last)[0], zero);
+  const Expr up = select(h > 0, p(w, max(h - 1, 0), c, b, last)[1], zero);
+  tv.divergence = Func("tv_divergence");
+  tv.divergence(w, h, c, b) = (left - p(w, h, c, b, last)[0]) + (up - p(w, h, c, b, last)[1]);
+  tv.out = Func("tv_out");
+  tv.out(w, h, c, b) = f(w, h, c, b) + tv.divergence(w, h, c, b);
+  return tv;
+}
+
+namespace {
+// x + lambda A^T normalized
+Func projection_step(Func x, Func normalized, Func mask, const CassiGeometry &g, Expr lambda) {
+  Func adjoint = cassi_adjoint(normalized, mask, g).x;
+  Func data("data");
+  data(w, h, c, b) = x(w, h, c, b) + lambda * adjoint(w, h, c, b);
+  return data;
+}
+}  // namespace
+
+GapTvIteration gap_tv_iteration(Func x, Func y, Func y1, Func mask, Func phi, const CassiGeometry &g, Expr lambda,
+                                Expr accelerate, Expr tv_weight, Expr tv_iterations) {
+  GapTvIteration it;
+  it.forward = cassi_forward(x, mask, g);
+  Func yb = it.forward.y;
+  it.y1 = Func("y1_updated");
+  it.y1(w, h, b) = y1(w, h, b) + (y(w, h, b) - yb(w, h, b));
+  it.normalized = Func("normalized");
+  it.normalized(w, h, b) = (select(accelerate != 0, it.y1(w, h, b), y(w, h, b)) - yb(w, h, b)) / phi(w, h);
+  it.data = projection_step(x, it.normalized, mask, g, lambda);
+  it.tv = tv_chambolle(it.data, g.width, g.height, tv_weight, tv_iterations);
+  return it;
+}
+
+AdmmTvIteration admm_tv_iteration(Func theta, Func bvar, Func y, Func mask, Func phi, const CassiGeometry &g,
+                                  Expr lambda, Expr gamma, Expr tv_weight, Expr tv_iterations) {
+  AdmmTvIteration it;
+  it.sum = Func("theta_plus_b");
+  it.sum(w, h, c, b) = theta(w, h, c, b) + bvar(w, h, c, b);
+  it.forward = cassi_forward(it.sum, mask, g);
+  it.normalized = Func("normalized");
+  it.normalized(w, h, b) = (y(w, h, b) - it.forward.y(w, h, b)) / (phi(w, h) + gamma);
+  it.data = projection_step(it.sum, it.normalized, mask, g, lambda);
+  Func shifted("x_minus_b");
+  shifted(w, h, c, b) = it.data(w, h, c, b) - bvar(w, h, c, b);
+  it.tv = tv_chambolle(shifted, g.width, g.height, tv_weight, tv_iterations);
+  it.out = Func("theta_b_next");
+  it.out(w, h, c, b) = Tuple(it.tv.out(w, h, c, b), it.tv.divergence(w, h, c, b));
+  return it;
+}
+
+}  // namespace hpipe::alg

@@ -1,0 +1,73 @@
+// CPU-vector schedules of the reconstruction family.
+//
+// One task per (band, batch) image: the image being denoised and both slots of the dual (5 planes,
+// 1.25 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
+// with rows vectorized along width. The cube-sized data step is computed into the task's image, so
+// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once.
+// Timed on the 2-core Xeon (AVX-512, KVM): see bench/bench_recon.cpp and the report of issue 7.
+#include "schedules/cassi.h"
+#include "schedules/common.h"
+#include "schedules/recon.h"
+
+namespace hpipe::sched {
+
+using namespace Halide;
+
+namespace {
+
+// The TV output out(w, h, c, b) (or a Tuple beside it): one parallel task per image, the dual
+// computed inside the task. Returns the task loop.
+Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const ReconCpuKnobs &k) {
+  const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
+  Var task("task");
+  out.fuse(arg(out, 2), arg(out, 3), task).parallel(task).vectorize(arg(out, 0), lanes, TailStrategy::GuardWithIf);
+  Func dual = tv.dual;
+  dual.compute_at(out, task).vectorize(arg(dual, 0), lanes, TailStrategy::GuardWithIf);
+  // Step k reads slot k % 2 and writes the other: vectors along a row never overlap what they read.
+  dual.update().allow_race_conditions().vectorize(tv.steps.x, lanes, TailStrategy::GuardWithIf);
+  return task;
+}
+
+// A measurement-sized stage f(w', h', b): parallel over rows, vectorized.
+void schedule_measurement(Func f, const Target &t, const ReconCpuKnobs &k) {
+  Var ho("ho"), hi("hi"), task("task");
+  f.compute_root()
+      .split(arg(f, 1), ho, hi, k.rows_per_task, TailStrategy::GuardWithIf)
+      .fuse(ho, arg(f, 2), task)
+      .parallel(task)
+      .vectorize(arg(f, 0), vector_lanes(t, value_type(f), k.vector_factor), TailStrategy::GuardWithIf);
+}
+
+void schedule_forward(alg::CassiForward forward, const Target &t, const ReconCpuKnobs &k) {
+  schedule_cpu(forward, t, CassiCpuKnobs{k.vector_factor, k.rows_per_task, 1});
+  forward.y.compute_root();
+}
+
+// The image the TV denoises, computed once per task (it is read by every Chambolle step).
+void compute_image_in_task(Func image, Func out, Var task, const Target &t, const ReconCpuKnobs &k) {
+  image.compute_at(out, task).vectorize(arg(image, 0), vector_lanes(t, value_type(image), k.vector_factor),
+                                        TailStrategy::GuardWithIf);
+}
+
+}  // namespace
+
+void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_tv(op, op.out, t, k);  // the image is the input itself: read in place
+}
+
+void schedule_cpu(alg::GapTvIteration op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_measurement(op.y1, t, k);
+  schedule_measurement(op.normalized, t, k);
+  Var task = schedule_tv(op.tv, op.tv.out, t, k);
+  compute_image_in_task(op.tv.image, op.tv.out, task, t, k);
+}
+
+void schedule_cpu(alg::AdmmTvIteration op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_measurement(op.normalized, t, k);
+  Var task = schedule_tv(op.tv, op.out, t, k);
+  compute_image_in_task(op.tv.image, op.out, task, t, k);
+}
+
+}  // namespace hpipe::sched
