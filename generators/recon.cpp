@@ -12,38 +12,37 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   TvChambolle tv;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
+  // The image is read one pixel past its last row and column, where the gradient is 0 whatever
+  // is read: repeat the edge so those reads stay inside the computed image.
   tv.image = Func("tv_image");
   tv.image(w, h, c, b) = image(w, h, c, b);
-  Func f = tv.image;
+  Func f = BoundaryConditions::repeat_edge(tv.image, {{0, width}, {0, height}});
 
+  // The dual is stored with a one-pixel border that no step writes: the pure definition's zeros
+  // there are skimage's "p = 0 outside the image", so every access is a plain neighbour load.
   Func p("tv_dual");
   p(w, h, c, b, s) = Tuple(zero, zero);
   tv.steps = RDom(0, width, 0, height, 0, max(iterations - 1, 0), "tv_step");
   const RVar x = tv.steps.x, y = tv.steps.y, k = tv.steps.z;
   const Expr read = k % 2;
-  // Indices are clamped into the image so the dual never needs storage outside it; a neighbour
-  // outside the image contributes 0 (the dual is 0 there, the gradient is 0 on the far edge).
   auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
   auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
   auto primal = [&](Expr xx, Expr yy) {  // u_k = f + div p_k
-    const Expr left = select(xx > 0, pw(max(xx - 1, 0), yy), zero);
-    const Expr up = select(yy > 0, ph(xx, max(yy - 1, 0)), zero);
-    return f(xx, yy, c, b) + (left - pw(xx, yy)) + (up - ph(xx, yy));
+    return f(xx, yy, c, b) + (pw(xx - 1, yy) - pw(xx, yy)) + (ph(xx, yy - 1) - ph(xx, yy));
   };
   const Expr u = primal(x, y);
-  const Expr gw = select(x < width - 1, primal(min(x + 1, width - 1), y) - u, zero);
-  const Expr gh = select(y < height - 1, primal(x, min(y + 1, height - 1)) - u, zero);
-  const Expr scale = 1 + (tau / weight) * sqrt(gw * gw + gh * gh);
-  p(x, y, c, b, (k + 1) % 2) = Tuple((pw(x, y) - tau * gw) / scale, (ph(x, y) - tau * gh) / scale);
+  const Expr gw = select(x < width - 1, primal(x + 1, y) - u, zero);
+  const Expr gh = select(y < height - 1, primal(x, y + 1) - u, zero);
+  const Expr inv_scale = 1 / (1 + (tau / weight) * sqrt(gw * gw + gh * gh));
+  p(x, y, c, b, (k + 1) % 2) = Tuple((pw(x, y) - tau * gw) * inv_scale, (ph(x, y) - tau * gh) * inv_scale);
   tv.dual = p;
 
   const Expr last = max(iterations - 1, 0) % 2;
-  const Expr left = select(w > 0, p(max(w - 1, 0), h, c, b, last)[0], zero);
-  const Expr up = select(h > 0, p(w, max(h - 1, 0), c, b, last)[1], zero);
   tv.divergence = Func("tv_divergence");
-  tv.divergence(w, h, c, b) = (left - p(w, h, c, b, last)[0]) + (up - p(w, h, c, b, last)[1]);
+  tv.divergence(w, h, c, b) = (p(w - 1, h, c, b, last)[0] - p(w, h, c, b, last)[0]) +
+                              (p(w, h - 1, c, b, last)[1] - p(w, h, c, b, last)[1]);
   tv.out = Func("tv_out");
-  tv.out(w, h, c, b) = f(w, h, c, b) + tv.divergence(w, h, c, b);
+  tv.out(w, h, c, b) = tv.image(w, h, c, b) + tv.divergence(w, h, c, b);
   return tv;
 }
 

@@ -78,29 +78,6 @@ double residual_norm(View<const T, 3> y, View<const T, 4> x, const Mask<T> &mask
   return std::sqrt(sum);
 }
 
-// Everything both methods check before any work; returns Phi for the mask.
-template <class T>
-Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask,
-                    const ReconParams &p, View<T, 4> x, const Options &options) {
-  Call call(op, options);
-  const Dispersion d = p.dispersion;
-  check_dispersion(call, d);
-  check_host(call, "y", y);
-  check_host(call, "mask", mask.view());
-  check_host(call, "x", x);
-  bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
-  check_shape(call, "y", y, cassi_measurement_shape(x.shape(), d),
-              " for a cube of shape " + shape_string(x.shape()) + " (the output x) with " + detail::describe(d));
-  if (p.iterations < 0) call.fail("iterations", "expected at least 0, got " + std::to_string(p.iterations));
-  if (!std::isfinite(p.lambda)) call.fail("lambda", "expected a finite value, got " + std::to_string(p.lambda));
-  if (method == ReconMethod::admm_tv && (!(p.gamma >= 0) || !std::isfinite(p.gamma)))
-    call.fail("gamma", "expected a finite value >= 0, got " + std::to_string(p.gamma));
-  check_tv(call, p.tv);
-  Array<T, 2> phi(std::array<std::int64_t, 2>{y.shape(1), y.shape(2)});
-  cassi_phi(mask, x.shape(1), d, phi.view(), options);
-  return phi;
-}
-
 template <class T>
 void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &options) {
   Call call("tv_denoise", options);
@@ -111,6 +88,82 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, oa);
 }
 
+// The checks of one step: the cube-shaped views have the shape of `cube`, the measurement-shaped
+// ones that of the measurement, phi (H', W'). Returns the mask bound to the cube.
+template <class T>
+View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &cube, View<const T, 3> y,
+                            const Mask<T> &mask, View<const T, 2> phi, const ReconParams &p) {
+  const Dispersion d = p.dispersion;
+  check_dispersion(call, d);
+  const Shape3 meas = cassi_measurement_shape(cube, d);
+  check_shape(call, "y", y, meas, " for a cube of shape " + shape_string(cube) + " with " + detail::describe(d));
+  check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, " (H', W') of y");
+  if (!std::isfinite(p.lambda)) call.fail("lambda", "expected a finite value, got " + std::to_string(p.lambda));
+  if (method == ReconMethod::admm_tv && (!(p.gamma >= 0) || !std::isfinite(p.gamma)))
+    call.fail("gamma", "expected a finite value >= 0, got " + std::to_string(p.gamma));
+  check_tv(call, p.tv);
+  return bind_mask(call, mask, cube[1], cube[2], cube[3]);
+}
+
+template <class T>
+void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,
+                   View<const T, 2> phi, const ReconParams &p, View<T, 4> x_next, View<T, 3> y1_next,
+                   const Options &options) {
+  Call call("gap_tv_step", options);
+  const auto m = check_step<T>(call, ReconMethod::gap_tv, x.shape(), y, mask, phi, p);
+  check_shape(call, "y1", y1, y.shape(), " (the shape of y)");
+  check_shape(call, "x_next", x_next, x.shape(), " (the shape of x)");
+  check_shape(call, "y1_next", y1_next, y.shape(), " (the shape of y)");
+  auto xa = call.input("x", x);
+  auto y1a = call.input("y1", y1);
+  auto ya = call.input("y", y);
+  auto ma = call.input("mask", m);
+  auto pa = call.input("phi", phi);
+  auto xo = call.output("x_next", x_next);
+  auto y1o = call.output("y1_next", y1_next);
+  const Dispersion d = p.dispersion;
+  call.run(ReconKernels<T>::gap, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
+           static_cast<T>(p.tv.weight), p.tv.iterations, p.accelerate ? 1 : 0, xo, y1o);
+}
+
+template <class T>
+void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3> y, const Mask<T> &mask,
+                    View<const T, 2> phi, const ReconParams &p, View<T, 4> theta_next, View<T, 4> b_next,
+                    const Options &options) {
+  Call call("admm_tv_step", options);
+  const auto m = check_step<T>(call, ReconMethod::admm_tv, theta.shape(), y, mask, phi, p);
+  check_shape(call, "b", b, theta.shape(), " (the shape of theta)");
+  check_shape(call, "theta_next", theta_next, theta.shape(), " (the shape of theta)");
+  check_shape(call, "b_next", b_next, theta.shape(), " (the shape of theta)");
+  auto ta = call.input("theta", theta);
+  auto ba = call.input("b", b);
+  auto ya = call.input("y", y);
+  auto ma = call.input("mask", m);
+  auto pa = call.input("phi", phi);
+  auto to = call.output("theta_next", theta_next);
+  auto bo = call.output("b_next", b_next);
+  const Dispersion d = p.dispersion;
+  call.run(ReconKernels<T>::admm, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
+           static_cast<T>(p.tv.weight), p.tv.iterations, static_cast<T>(p.gamma), to, bo);
+}
+
+// Everything a whole run checks before any work; returns Phi for the mask.
+template <class T>
+Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask,
+                    const ReconParams &p, View<T, 4> x, const Options &options) {
+  Call call(op, options);
+  check_host(call, "y", y);
+  check_host(call, "mask", mask.view());
+  check_host(call, "x", x);
+  if (p.iterations < 0) call.fail("iterations", "expected at least 0, got " + std::to_string(p.iterations));
+  check_dispersion(call, p.dispersion);
+  const Shape3 meas = cassi_measurement_shape(x.shape(), p.dispersion);
+  Array<T, 2> phi(std::array<std::int64_t, 2>{meas[1], meas[2]});
+  check_step<T>(call, method, x.shape(), y, mask, std::as_const(phi).view(), p);
+  cassi_phi(mask, x.shape(1), p.dispersion, phi.view(), options);
+  return phi;
+}
+
 template <class T>
 void gap_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,
               const IterationCallback &progress, const Options &options) {
@@ -118,22 +171,11 @@ void gap_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, Vie
   const Dispersion d = p.dispersion;
   cassi_adjoint(y, mask, d, x, options);  // x_0 = A^T y (also the result of 0 iterations)
   if (p.iterations == 0) return;
-  const std::int64_t bands = x.shape(1);
-  Array<T, 4> cur = cassi_adjoint(y, mask, bands, d, options), next(x.shape());
+  Array<T, 4> cur = cassi_adjoint(y, mask, x.shape(1), d, options), next(x.shape());
   Array<T, 3> y1(y.shape()), y1_next(y.shape());  // y1 starts at 0
-  const auto m = mask.view();
   for (int k = 1; k <= p.iterations; k++) {
     const View<T, 4> out = k == p.iterations ? x : next.view();
-    Call call("gap_tv", options);
-    auto xa = call.input("x", std::as_const(cur).view());
-    auto y1a = call.input("y1", std::as_const(y1).view());
-    auto ya = call.input("y", y);
-    auto ma = call.input("mask", bind_mask(call, mask, bands, m.shape(1), m.shape(2)));
-    auto pa = call.input("phi", phi.view());
-    auto oa = call.output("x", out);
-    auto y1o = call.output("y1", y1_next.view());
-    call.run(ReconKernels<T>::gap, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-             static_cast<T>(p.tv.weight), p.tv.iterations, p.accelerate ? 1 : 0, oa, y1o);
+    gap_step_impl<T>(cur.view(), y1.view(), y, mask, phi.view(), p, out, y1_next.view(), options);
     if (progress) progress({k, p.iterations, residual_norm<T>(y, out, mask, d, options)});
     std::swap(cur, next);
     std::swap(y1, y1_next);
@@ -147,22 +189,11 @@ void admm_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, Vi
   const Dispersion d = p.dispersion;
   cassi_adjoint(y, mask, d, x, options);  // theta_0 = A^T y (also the result of 0 iterations)
   if (p.iterations == 0) return;
-  const std::int64_t bands = x.shape(1);
-  Array<T, 4> theta = cassi_adjoint(y, mask, bands, d, options), theta_next(x.shape());
+  Array<T, 4> theta = cassi_adjoint(y, mask, x.shape(1), d, options), theta_next(x.shape());
   Array<T, 4> b(x.shape()), b_next(x.shape());  // b starts at 0
-  const auto m = mask.view();
   for (int k = 1; k <= p.iterations; k++) {
     const View<T, 4> out = k == p.iterations ? x : theta_next.view();
-    Call call("admm_tv", options);
-    auto ta = call.input("theta", std::as_const(theta).view());
-    auto ba = call.input("b", std::as_const(b).view());
-    auto ya = call.input("y", y);
-    auto ma = call.input("mask", bind_mask(call, mask, bands, m.shape(1), m.shape(2)));
-    auto pa = call.input("phi", phi.view());
-    auto to = call.output("x", out);
-    auto bo = call.output("b", b_next.view());
-    call.run(ReconKernels<T>::admm, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-             static_cast<T>(p.tv.weight), p.tv.iterations, static_cast<T>(p.gamma), to, bo);
+    admm_step_impl<T>(theta.view(), b.view(), y, mask, phi.view(), p, out, b_next.view(), options);
     if (progress) progress({k, p.iterations, residual_norm<T>(y, out, mask, d, options)});
     std::swap(theta, theta_next);
     std::swap(b, b_next);
@@ -305,6 +336,16 @@ const char *to_string(ReconMethod method) { return method == ReconMethod::admm_t
   Array<T, 4> reconstruct(ReconMethod method, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,        \
                           const ReconParams &p, const IterationCallback &progress, const Options &o) {            \
     return reconstruct_impl<T>(method, y, mask, bands, p, progress, o);                                            \
+  }                                                                                                                \
+  void gap_tv_step(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,              \
+                   View<const T, 2> phi, const ReconParams &p, View<T, 4> x_next, View<T, 3> y1_next,              \
+                   const Options &o) {                                                                             \
+    gap_step_impl<T>(x, y1, y, mask, phi, p, x_next, y1_next, o);                                                  \
+  }                                                                                                                \
+  void admm_tv_step(View<const T, 4> theta, View<const T, 4> b, View<const T, 3> y, const Mask<T> &mask,          \
+                    View<const T, 2> phi, const ReconParams &p, View<T, 4> theta_next, View<T, 4> b_next,          \
+                    const Options &o) {                                                                            \
+    admm_step_impl<T>(theta, b, y, mask, phi, p, theta_next, b_next, o);                                           \
   }                                                                                                                \
   double psnr(View<const T, 2> a, View<const T, 2> t, double peak) { return psnr_impl<T>(a, t, peak); }           \
   double ssim(View<const T, 2> a, View<const T, 2> t, double range) { return ssim_impl<T>(a, t, range); }        \

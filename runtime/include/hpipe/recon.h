@@ -81,6 +81,15 @@ struct BandQuality {
   Array<T, 4> reconstruct(ReconMethod method, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,       \
                           const ReconParams &params, const IterationCallback &progress = {},                     \
                           const Options &options = {});                                                          \
+  /* One iteration, for callers that drive the loop themselves (and the benchmarks): phi is     \
+     cassi_phi(mask); start from x = A^T y, y1 = 0 (GAP) or theta = A^T y, b = 0 (ADMM).         \
+     params.iterations is not used. */                                                                           \
+  void gap_tv_step(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,              \
+                   View<const T, 2> phi, const ReconParams &params, View<T, 4> x_next, View<T, 3> y1_next,         \
+                   const Options &options = {});                                                                 \
+  void admm_tv_step(View<const T, 4> theta, View<const T, 4> b, View<const T, 3> y, const Mask<T> &mask,          \
+                    View<const T, 2> phi, const ReconParams &params, View<T, 4> theta_next, View<T, 4> b_next,     \
+                    const Options &options = {});                                                                \
   /* PSNR = 10 log10(peak^2 / MSE) in dB (infinity when equal). */                                               \
   double psnr(View<const T, 2> estimate, View<const T, 2> truth, double peak = 1.0);                             \
   /* SSIM of Wang et al. 2004: 11 x 11 Gaussian window (sigma 1.5, normalized), K1 = 0.01, K2 = 0.03,            \
