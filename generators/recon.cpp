@@ -6,6 +6,18 @@ using namespace Halide;
 
 namespace {
 Var w("w"), h("h"), c("c"), b("b"), s("slot");
+
+// div p at (x, y) from accessors of the two dual components, which are 0 outside the image.
+template <class PW, class PH>
+Expr divergence_at(PW pw, PH ph, const Expr &x, const Expr &y) {
+  return (pw(x - 1, y) - pw(x, y)) + (ph(x, y - 1) - ph(x, y));
+}
+
+// A dual component given as a (w, h, c, b) Func without border, read as 0 outside the image.
+auto zero_outside(Func p, const Expr &width, const Expr &height) {
+  Func inside = BoundaryConditions::constant_exterior(p, cast(value_type(p), 0), {{0, width}, {0, height}});
+  return [inside](const Expr &x, const Expr &y) { return inside(x, y, c, b); };
+}
 }  // namespace
 
 TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr iterations) {
@@ -27,9 +39,7 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   const Expr read = k % 2;
   auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
   auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
-  auto primal = [&](Expr xx, Expr yy) {  // u_k = f + div p_k
-    return f(xx, yy, c, b) + (pw(xx - 1, yy) - pw(xx, yy)) + (ph(xx, yy - 1) - ph(xx, yy));
-  };
+  auto primal = [&](Expr xx, Expr yy) { return f(xx, yy, c, b) + divergence_at(pw, ph, xx, yy); };  // u_k
   const Expr u = primal(x, y);
   const Expr gw = select(x < width - 1, primal(x + 1, y) - u, zero);
   const Expr gh = select(y < height - 1, primal(x, y + 1) - u, zero);
@@ -39,10 +49,42 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
 
   const Expr last = max(iterations - 1, 0) % 2;
   tv.divergence = Func("tv_divergence");
-  tv.divergence(w, h, c, b) = (p(w - 1, h, c, b, last)[0] - p(w, h, c, b, last)[0]) +
-                              (p(w, h - 1, c, b, last)[1] - p(w, h, c, b, last)[1]);
+  tv.divergence(w, h, c, b) = divergence_at([&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[0]; },
+                                             [&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[1]; }, w, h);
   tv.out = Func("tv_out");
   tv.out(w, h, c, b) = tv.image(w, h, c, b) + tv.divergence(w, h, c, b);
+  return tv;
+}
+
+TvVectorialStep tv_vectorial_step(Func image, Func p_w, Func p_h, Expr width, Expr height, Expr bands,
+                                  Expr weight) {
+  TvVectorialStep tv;
+  const Type t = value_type(image);
+  const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
+  tv.image = BoundaryConditions::repeat_edge(image, {{0, width}, {0, height}});
+  const auto pw = zero_outside(p_w, width, height), ph = zero_outside(p_h, width, height);
+  tv.primal = Func("tv_primal");
+  tv.primal(w, h, c, b) = tv.image(w, h, c, b) + divergence_at(pw, ph, w, h);
+  Func grad("tv_gradient");
+  grad(w, h, c, b) = Tuple(select(w < width - 1, tv.primal(w + 1, h, c, b) - tv.primal(w, h, c, b), zero),
+                           select(h < height - 1, tv.primal(w, h + 1, c, b) - tv.primal(w, h, c, b), zero));
+  tv.bands = RDom(0, bands, "band");
+  tv.norm_sq = Func("tv_norm_sq");
+  tv.norm_sq(w, h, b) = zero;
+  const Expr gw = grad(w, h, tv.bands, b)[0], gh = grad(w, h, tv.bands, b)[1];
+  tv.norm_sq(w, h, b) += gw * gw + gh * gh;
+  const Expr inv_scale = 1 / (1 + (tau / weight) * sqrt(tv.norm_sq(w, h, b)));
+  tv.next = Func("tv_dual_next");
+  tv.next(w, h, c, b) = Tuple((p_w(w, h, c, b) - tau * grad(w, h, c, b)[0]) * inv_scale,
+                              (p_h(w, h, c, b) - tau * grad(w, h, c, b)[1]) * inv_scale);
+  return tv;
+}
+
+TvFinish tv_finish(Func image, Func p_w, Func p_h, Expr width, Expr height) {
+  const Expr div = divergence_at(zero_outside(p_w, width, height), zero_outside(p_h, width, height), w, h);
+  TvFinish tv;
+  tv.out = Func("tv_finish");
+  tv.out(w, h, c, b) = Tuple(image(w, h, c, b) + div, div);
   return tv;
 }
 

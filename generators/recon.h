@@ -28,6 +28,25 @@ struct TvChambolle {
 TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr height, Halide::Expr weight,
                          Halide::Expr iterations);
 
+// The vectorial (band-coupled) variant (Bresson & Chan, "Fast dual minimization of the vectorial
+// total variation norm", 2008): the same steps, but every band's dual is divided by the one
+// factor 1 + tau / weight * sqrt(sum_c |grad u_c|^2) of its pixel, so edges are shared by the
+// bands. One dual step per call (the runtime loops): p_w, p_h are (w, h, c, b) without border.
+struct TvVectorialStep {
+  Halide::Func image;    // f, edges repeated
+  Halide::Func primal;   // u = f + div p
+  Halide::Func norm_sq;  // sum_c |grad u_c|^2, (w, h, b)
+  Halide::RDom bands;
+  Halide::Func next;     // Tuple(p_w', p_h')
+};
+TvVectorialStep tv_vectorial_step(Halide::Func image, Halide::Func p_w, Halide::Func p_h, Halide::Expr width,
+                                  Halide::Expr height, Halide::Expr bands, Halide::Expr weight);
+// The result of a TV from its dual: Tuple(f + div p, div p) (the second is ADMM's b').
+struct TvFinish {
+  Halide::Func out;
+};
+TvFinish tv_finish(Halide::Func image, Halide::Func p_w, Halide::Func p_h, Halide::Expr width, Halide::Expr height);
+
 // One accelerated GAP-TV iteration (Yuan 2016; y1 starts at 0):
 //   yb = A x;  y1' = y1 + (y - yb);  x' = TV(x + lambda A^T((y1' - yb) / Phi))
 // and the plain GAP step x' = TV(x + lambda A^T((y - yb) / Phi)) when `accelerate` is 0.

@@ -63,6 +63,47 @@ class TvChambolleGenerator : public Generator<TvChambolleGenerator<T>> {
   }
 };
 
+// Vectorial TV: one dual step, and the result from the dual. The duals are (w, h, c, b) cubes.
+template <class T>
+class TvVectorialStepGenerator : public Generator<TvVectorialStepGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> x{"image", 4};
+  GeneratorInput<Buffer<T>> p_w{"p_w", 4};
+  GeneratorInput<Buffer<T>> p_h{"p_h", 4};
+  GeneratorInput<T> weight{"weight"};
+  GeneratorOutput<Func> next{"next", {type_of<T>(), type_of<T>()}, 4};  // (p_w', p_h')
+
+  void generate() {
+    auto op = alg::tv_vectorial_step(x, p_w, p_h, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight);
+    next = op.next;
+    const ReconEstimates e;
+    for (auto *in : {&x, &p_w, &p_h}) in->set_estimates(e.cassi.cube());
+    weight.set_estimate(T(0.1));
+    next.set_estimates(e.cassi.cube());
+    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+  }
+};
+
+template <class T>
+class TvFinishGenerator : public Generator<TvFinishGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> x{"image", 4};
+  GeneratorInput<Buffer<T>> p_w{"p_w", 4};
+  GeneratorInput<Buffer<T>> p_h{"p_h", 4};
+  GeneratorOutput<Func> out{"out", {type_of<T>(), type_of<T>()}, 4};  // (f + div p, div p)
+
+  void generate() {
+    auto op = alg::tv_finish(x, p_w, p_h, x.dim(0).extent(), x.dim(1).extent());
+    out = op.out;
+    const ReconEstimates e;
+    for (auto *in : {&x, &p_w, &p_h}) in->set_estimates(e.cassi.cube());
+    out.set_estimates(e.cassi.cube());
+    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+  }
+};
+
 template <class T>
 class GapTvGenerator : public Generator<GapTvGenerator<T>> {
  public:
@@ -118,5 +159,7 @@ class AdmmTvGenerator : public Generator<AdmmTvGenerator<T>> {
 }  // namespace hpipe
 
 HPIPE_REGISTER_GENERATOR(hpipe::TvChambolleGenerator, tv_chambolle)
+HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialStepGenerator, tv_vectorial_step)
+HPIPE_REGISTER_GENERATOR(hpipe::TvFinishGenerator, tv_finish)
 HPIPE_REGISTER_GENERATOR(hpipe::GapTvGenerator, gap_tv_step)
 HPIPE_REGISTER_GENERATOR(hpipe::AdmmTvGenerator, admm_tv_step)

@@ -55,6 +55,29 @@ void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) 
   schedule_tv(op, op.out, t, k);  // the image is the input itself: read in place
 }
 
+void schedule_cpu(alg::TvVectorialStep op, const Target &t, const ReconCpuKnobs &k) {
+  // Rows of every band per task; per row, u for rows h and h + 1 of all bands and the norm of the
+  // row stay in L1/L2.
+  const int lanes = vector_lanes(t, value_type(op.next), k.vector_factor);
+  Func next = op.next;
+  Var w = arg(next, 0), h = arg(next, 1), c = arg(next, 2), b = arg(next, 3), ho("ho"), hi("hi"), task("task");
+  next.reorder(w, c, h, b)
+      .split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf)
+      .fuse(ho, b, task)
+      .parallel(task)
+      .vectorize(w, lanes, TailStrategy::GuardWithIf);
+  op.primal.compute_at(next, hi).vectorize(arg(op.primal, 0), lanes, TailStrategy::GuardWithIf);
+  op.norm_sq.compute_at(next, hi).vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
+  op.norm_sq.update().vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
+}
+
+void schedule_cpu(alg::TvFinish op, const Target &t, const ReconCpuKnobs &k) {
+  Var task("task");
+  op.out.fuse(arg(op.out, 2), arg(op.out, 3), task)
+      .parallel(task)
+      .vectorize(arg(op.out, 0), vector_lanes(t, value_type(op.out), k.vector_factor), TailStrategy::GuardWithIf);
+}
+
 void schedule_cpu(alg::GapTvIteration op, const Target &t, const ReconCpuKnobs &k) {
   schedule_forward(op.forward, t, k);
   schedule_measurement(op.y1, t, k);

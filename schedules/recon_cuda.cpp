@@ -49,6 +49,21 @@ void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k)
   schedule_tv(op, op.out, k);  // the image is the input itself
 }
 
+void schedule_cuda(alg::TvVectorialStep op, const Target &, const ReconCudaKnobs &k) {
+  // One thread per pixel, looping over the bands: the pixel's norm is summed once, in registers.
+  Func next = op.next;
+  Var w = arg(next, 0), h = arg(next, 1), c = arg(next, 2), b = arg(next, 3);
+  Var wo("wo"), ho("ho"), wi("wi"), hi("hi");
+  next.reorder(c, w, h, b)
+      .gpu_tile(w, h, wo, ho, wi, hi, k.block_w, k.block_h, TailStrategy::GuardWithIf)
+      .gpu_blocks(b);
+  op.norm_sq.compute_at(next, wi);  // both stages inside the thread
+}
+
+void schedule_cuda(alg::TvFinish op, const Target &, const ReconCudaKnobs &k) {
+  gpu_tile_image(op.out, k.block_w, k.block_h);
+}
+
 void schedule_cuda(alg::GapTvIteration op, const Target &t, const ReconCudaKnobs &k) {
   schedule_forward(op.forward, t, k);
   gpu_tile_image(op.y1, k.block_w, k.block_h);

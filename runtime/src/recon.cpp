@@ -13,6 +13,10 @@
 #include "hpipe_gap_tv_step_f64_cpu.h"
 #include "hpipe_tv_chambolle_f32_cpu.h"
 #include "hpipe_tv_chambolle_f64_cpu.h"
+#include "hpipe_tv_finish_f32_cpu.h"
+#include "hpipe_tv_finish_f64_cpu.h"
+#include "hpipe_tv_vectorial_step_f32_cpu.h"
+#include "hpipe_tv_vectorial_step_f64_cpu.h"
 #ifdef HPIPE_HAVE_CUDA
 #include "hpipe_admm_tv_step_f32_cuda.h"
 #include "hpipe_admm_tv_step_f64_cuda.h"
@@ -20,6 +24,10 @@
 #include "hpipe_gap_tv_step_f64_cuda.h"
 #include "hpipe_tv_chambolle_f32_cuda.h"
 #include "hpipe_tv_chambolle_f64_cuda.h"
+#include "hpipe_tv_finish_f32_cuda.h"
+#include "hpipe_tv_finish_f64_cuda.h"
+#include "hpipe_tv_vectorial_step_f32_cuda.h"
+#include "hpipe_tv_vectorial_step_f64_cuda.h"
 #endif
 #include "kernels.h"
 
@@ -41,6 +49,8 @@ struct ReconKernels;
   template <>                                                                  \
   struct ReconKernels<T> {                                                     \
     static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);      \
+    static constexpr auto tv_step = HPIPE_KERNEL(hpipe_tv_vectorial_step_##suffix); \
+    static constexpr auto tv_finish = HPIPE_KERNEL(hpipe_tv_finish_##suffix); \
     static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);      \
     static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);    \
   };
@@ -78,11 +88,42 @@ double residual_norm(View<const T, 3> y, View<const T, 4> x, const Mask<T> &mask
   return std::sqrt(sum);
 }
 
+// The vectorial TV of `image` into (out, div p): n - 1 dual steps, one kernel each, then the finish.
+template <class T>
+void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out, View<T, 4> div,
+                  const Options &options) {
+  const Shape4 shape = image.shape();
+  Array<T, 4> pw(shape), ph(shape), pw_next(shape), ph_next(shape);  // the dual starts at 0
+  for (int k = 1; k < tv.iterations; k++) {
+    Call call(op, options);
+    auto fa = call.input("x", image);
+    auto pwa = call.input("p_w", std::as_const(pw).view());
+    auto pha = call.input("p_h", std::as_const(ph).view());
+    auto pwo = call.output("p_w_next", pw_next.view());
+    auto pho = call.output("p_h_next", ph_next.view());
+    call.run(ReconKernels<T>::tv_step, fa, pwa, pha, static_cast<T>(tv.weight), pwo, pho);
+    std::swap(pw, pw_next);
+    std::swap(ph, ph_next);
+  }
+  Call call(op, options);
+  auto fa = call.input("x", image);
+  auto pwa = call.input("p_w", std::as_const(pw).view());
+  auto pha = call.input("p_h", std::as_const(ph).view());
+  auto oa = call.output("out", out);
+  auto da = call.output("divergence", div);
+  call.run(ReconKernels<T>::tv_finish, fa, pwa, pha, oa, da);
+}
+
 template <class T>
 void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &options) {
   Call call("tv_denoise", options);
   check_tv(call, tv);
   check_shape(call, "out", out, x.shape(), " (the shape of x)");
+  if (tv.vectorial) {
+    Array<T, 4> div(x.shape());
+    tv_vectorial<T>("tv_denoise", x, tv, out, div.view(), options);
+    return;
+  }
   auto xa = call.input("x", x);
   auto oa = call.output("out", out);
   call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, oa);
@@ -119,11 +160,18 @@ void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, 
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
   auto pa = call.input("phi", phi);
-  auto xo = call.output("x_next", x_next);
+  // The vectorial TV runs after the kernel's data step (a kernel TV of 1 iteration is the identity).
+  Array<T, 4> data;
+  if (p.tv.vectorial) data = Array<T, 4>(x.shape());
+  auto xo = call.output("x_next", p.tv.vectorial ? data.view() : x_next);
   auto y1o = call.output("y1_next", y1_next);
   const Dispersion d = p.dispersion;
   call.run(ReconKernels<T>::gap, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-           static_cast<T>(p.tv.weight), p.tv.iterations, p.accelerate ? 1 : 0, xo, y1o);
+           static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, p.accelerate ? 1 : 0, xo, y1o);
+  if (p.tv.vectorial) {
+    Array<T, 4> div(x.shape());
+    tv_vectorial<T>("gap_tv_step", std::as_const(data).view(), p.tv, x_next, div.view(), options);
+  }
 }
 
 template <class T>
@@ -140,11 +188,15 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
   auto pa = call.input("phi", phi);
-  auto to = call.output("theta_next", theta_next);
-  auto bo = call.output("b_next", b_next);
+  // Vectorial: the kernel with a TV of 1 iteration gives (x - b, 0); the TV gives (theta', b' = div p).
+  Array<T, 4> data, zero;
+  if (p.tv.vectorial) data = Array<T, 4>(theta.shape()), zero = Array<T, 4>(theta.shape());
+  auto to = call.output("theta_next", p.tv.vectorial ? data.view() : theta_next);
+  auto bo = call.output("b_next", p.tv.vectorial ? zero.view() : b_next);
   const Dispersion d = p.dispersion;
   call.run(ReconKernels<T>::admm, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-           static_cast<T>(p.tv.weight), p.tv.iterations, static_cast<T>(p.gamma), to, bo);
+           static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, static_cast<T>(p.gamma), to, bo);
+  if (p.tv.vectorial) tv_vectorial<T>("admm_tv_step", std::as_const(data).view(), p.tv, theta_next, b_next, options);
 }
 
 // Everything a whole run checks before any work; returns Phi for the mask.

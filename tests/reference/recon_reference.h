@@ -46,10 +46,58 @@ inline std::vector<double> tv_chambolle_image(const std::vector<double> &image, 
   return out;
 }
 
-// Every (batch, band) image of a (B, C, H, W) cube on its own.
+// The vectorial TV of one batch item (C images of H x W): skimage's loop with the norm summed over
+// the bands of a pixel.
+inline std::vector<double> tv_chambolle_vectorial_item(const std::vector<double> &image, std::int64_t C,
+                                                       std::int64_t H, std::int64_t W, double weight,
+                                                       int iterations) {
+  const std::int64_t n = H * W, total = C * n;
+  std::vector<double> p0(total, 0.0), p1(total, 0.0), g0(total, 0.0), g1(total, 0.0), out = image;
+  const double tau = 1.0 / 4.0;
+  for (int i = 0; i < iterations; i++) {
+    for (std::int64_t c = 0; c < C; c++)
+      for (std::int64_t h = 0; h < H; h++)
+        for (std::int64_t w = 0; w < W; w++) {
+          const std::int64_t k = c * n + h * W + w;
+          double d = -p0[k] - p1[k];
+          if (h > 0) d += p0[k - W];
+          if (w > 0) d += p1[k - 1];
+          out[k] = image[k] + (i > 0 ? d : 0.0);
+        }
+    for (std::int64_t c = 0; c < C; c++)
+      for (std::int64_t h = 0; h < H; h++)
+        for (std::int64_t w = 0; w < W; w++) {
+          const std::int64_t k = c * n + h * W + w;
+          g0[k] = h + 1 < H ? out[k + W] - out[k] : 0.0;
+          g1[k] = w + 1 < W ? out[k + 1] - out[k] : 0.0;
+        }
+    for (std::int64_t q = 0; q < n; q++) {
+      double sum = 0;
+      for (std::int64_t c = 0; c < C; c++) sum += g0[c * n + q] * g0[c * n + q] + g1[c * n + q] * g1[c * n + q];
+      const double norm = 1.0 + std::sqrt(sum) * (tau / weight);
+      for (std::int64_t c = 0; c < C; c++) {
+        p0[c * n + q] = (p0[c * n + q] - tau * g0[c * n + q]) / norm;
+        p1[c * n + q] = (p1[c * n + q] - tau * g1[c * n + q]) / norm;
+      }
+    }
+  }
+  return out;
+}
+
+// Every (batch, band) image of a (B, C, H, W) cube on its own, or every batch item's bands
+// together (vectorial).
 inline std::vector<double> tv_chambolle(const CassiProblem &p, const std::vector<double> &x, double weight,
-                                        int iterations) {
+                                        int iterations, bool vectorial = false) {
   std::vector<double> out(x.size());
+  if (vectorial) {
+    const std::int64_t item = p.C * p.H * p.W;
+    for (std::int64_t b = 0; b < p.B; b++) {
+      const std::vector<double> image(x.begin() + b * item, x.begin() + (b + 1) * item);
+      const auto denoised = tv_chambolle_vectorial_item(image, p.C, p.H, p.W, weight, iterations);
+      std::copy(denoised.begin(), denoised.end(), out.begin() + b * item);
+    }
+    return out;
+  }
   const std::int64_t n = p.H * p.W;
   for (std::int64_t i = 0; i < p.B * p.C; i++) {
     const std::vector<double> image(x.begin() + i * n, x.begin() + (i + 1) * n);
@@ -65,6 +113,7 @@ struct ReconSettings {
   bool accelerate = true;
   double tv_weight = 0.1;
   int tv_iterations = 5;
+  bool vectorial = false;
 };
 
 inline double norm2(const std::vector<double> &a, const std::vector<double> &b) {
@@ -101,7 +150,7 @@ inline ReconResult gap_tv(const CassiProblem &p, const std::vector<double> &y, c
     }
     const auto step = cassi_adjoint(p, divide_by_phi(p, r, phi, 0.0), m);
     for (std::size_t i = 0; i < x.size(); i++) x[i] += s.lambda * step[i];
-    x = tv_chambolle(p, x, s.tv_weight, s.tv_iterations);
+    x = tv_chambolle(p, x, s.tv_weight, s.tv_iterations, s.vectorial);
     result.residuals.push_back(norm2(y, cassi_forward(p, x, m)));
   }
   result.x = x;
@@ -123,7 +172,7 @@ inline ReconResult admm_tv(const CassiProblem &p, const std::vector<double> &y, 
       x[i] = v[i] + s.lambda * step[i];
       x_minus_b[i] = x[i] - b[i];
     }
-    theta = tv_chambolle(p, x_minus_b, s.tv_weight, s.tv_iterations);
+    theta = tv_chambolle(p, x_minus_b, s.tv_weight, s.tv_iterations, s.vectorial);
     for (std::size_t i = 0; i < b.size(); i++) b[i] -= x[i] - theta[i];
     result.residuals.push_back(norm2(y, cassi_forward(p, theta, m)));
   }
