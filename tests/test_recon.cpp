@@ -157,6 +157,9 @@ void check_method(ReconMethod method, const reference::ReconSettings &s, Device 
             << " dB, difference " << std::abs(psnr_hpipe - psnr_ref) << " dB), worst relative residual difference "
             << worst << "\n";
   EXPECT_NEAR(psnr_hpipe, psnr_ref, kPsnrAgreementDb);
+  // Inputs are never modified.
+  EXPECT_EQ(to_doubles(y), to_doubles(measurement_of<T>(p, y_ref)));
+  EXPECT_EQ(to_doubles(mask), to_doubles(converted<T>(scene.mask)));
   // The result improves on the start, A^T y.
   EXPECT_LT(expected.residuals.back(), reference::norm2(to_doubles(y), reference::cassi_forward(p, reference::cassi_adjoint(p, to_doubles(y), m), m)));
 }
