@@ -5,12 +5,13 @@
 // with rows vectorized along width. The cube-sized data step is computed into the task's image, so
 // one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once.
 //
-// Timed on the 2-core Xeon @ 2.5 GHz (AVX-512, KVM, 1 MiB L2 per core; shared with other builds,
-// load 3), 2 threads, default knobs, at (1, 28, 256, 256), S = 2, 5 TV iterations (hpipe_bench,
-// median of 5): BM_gap_tv_step 23.6 ms, BM_admm_tv_step 29.5 ms, BM_tv_denoise 14.8 ms
-// (BM_stream_copy 10.1 GB/s in the same run). Compute-bound: the TV step is ~80 instructions per
-// 16 pixels with a sqrt and divisions, and A x inside the step is the CASSI forward, whose
-// band-shifted loads are gathers (its zero padding is a per-band select).
+// Timed on the 2-core Xeon @ 2.5 GHz (AVX-512, KVM, 1 MiB L2 per core), 2 threads, default knobs,
+// at (1, 28, 256, 256), S = 2, 5 TV iterations (hpipe_bench, median of 5), on a machine shared
+// with other builds (load 3 to 7, so wall times vary 2x): BM_gap_tv_step 23.6 ms, BM_admm_tv_step
+// 29.5 ms, BM_tv_denoise 14.8 ms at load 3 (BM_stream_copy 10.1 GB/s in the same run). CPU time
+// (both threads, getrusage) per call: GAP-TV step 26-33 ms, ADMM-TV 40 ms, TV 19-20 ms, of which
+// A x (the CASSI forward, whose band-shifted loads are gathers) is 8-9 ms. Compute-bound: the
+// TV step is one sqrt, one reciprocal and ~25 other vector operations per 16 pixels.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
