@@ -11,18 +11,7 @@ namespace {
 
 // f(w, h, rest...) as a grid of blocks over (w, h) with the remaining dimensions fused into the
 // third block dimension. Returns the innermost thread loop.
-Var schedule_tiles(Func f, const CassiCudaKnobs &k) {
-  Var w = arg(f, 0), h = arg(f, 1);
-  Var wo("wo"), ho("ho"), wi("wi"), hi("hi");
-  f.gpu_tile(w, h, wo, ho, wi, hi, k.block_w, k.block_h, TailStrategy::GuardWithIf);
-  if (f.dimensions() == 4) {
-    Var cb("cb");
-    f.fuse(arg(f, 2), arg(f, 3), cb).gpu_blocks(cb);
-  } else if (f.dimensions() == 3) {
-    f.gpu_blocks(arg(f, 2));
-  }
-  return wi;
-}
+Var schedule_tiles(Func f, const CassiCudaKnobs &k) { return gpu_tile_image(f, k.block_w, k.block_h); }
 
 // A per-thread band sum (the gather form) feeding out(w, h, ...): each thread reduces over
 // bands in registers.

@@ -31,4 +31,21 @@ void apply_knobs(const Op &op, const Halide::Target &target, const std::string &
   }
 }
 
+// f(w, h, rest...) as a CUDA grid: blocks of block_w x block_h threads over (w, h), every further
+// dimension fused into the third block dimension. Returns the innermost thread loop.
+inline Halide::Var gpu_tile_image(Halide::Func f, int block_w, int block_h) {
+  Halide::Var wo("wo"), ho("ho"), wi("wi"), hi("hi");
+  f.gpu_tile(arg(f, 0), arg(f, 1), wo, ho, wi, hi, block_w, block_h, Halide::TailStrategy::GuardWithIf);
+  if (f.dimensions() > 2) {
+    Halide::Var rest = arg(f, 2);
+    for (int d = 3; d < f.dimensions(); d++) {
+      Halide::Var fused("fused_" + std::to_string(d));
+      f.fuse(rest, arg(f, d), fused);
+      rest = fused;
+    }
+    f.gpu_blocks(rest);
+  }
+  return wi;
+}
+
 }  // namespace hpipe::sched

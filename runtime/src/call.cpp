@@ -6,6 +6,7 @@
 #include <limits>
 #include <mutex>
 
+#include "block_cache.h"
 #include "cuda_support.h"
 
 namespace hpipe::detail {
@@ -59,6 +60,7 @@ struct Call::Buffer {
 
 Call::Call(std::string op, const Options &options) : op_(std::move(op)), options_(options) {
   install_error_handler();
+  install_block_cache();
   context_.cuda_stream = options.cuda_stream;
 }
 

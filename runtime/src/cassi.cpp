@@ -4,6 +4,7 @@
 #include <string>
 
 #include "call.h"
+#include "cassi_args.h"
 #include "hpipe_cassi_adjoint_f32_cpu.h"
 #include "hpipe_cassi_adjoint_f64_cpu.h"
 #include "hpipe_cassi_forward_f32_cpu.h"
@@ -38,7 +39,12 @@
 
 namespace hpipe {
 
+using detail::axis_code;
+using detail::bind_mask;
 using detail::Call;
+using detail::check_dispersion;
+using detail::check_shape;
+using detail::describe;
 using detail::shape_string;
 
 namespace {
@@ -63,40 +69,6 @@ HPIPE_CASSI_KERNELS(double, f64)
 
 using Shape3 = std::array<std::int64_t, 3>;
 using Shape4 = std::array<std::int64_t, 4>;
-
-int axis_code(Axis axis) { return axis == Axis::height ? 1 : 0; }
-
-std::string describe(Dispersion d) {
-  return "step " + std::to_string(d.step) + " along " + (d.axis == Axis::height ? "height" : "width");
-}
-
-void check_dispersion(const Call &call, Dispersion d) {
-  if (d.axis != Axis::width && d.axis != Axis::height)
-    call.fail("dispersion", "axis must be Axis::width or Axis::height, got " + std::to_string(int(d.axis)));
-  if (std::abs(static_cast<std::int64_t>(d.step)) > (1 << 24))
-    call.fail("dispersion", "|step| must be at most 2^24 pixels, got " + std::to_string(d.step));
-}
-
-template <class Shape, class V>
-void check_shape(const Call &call, const char *name, const V &view, const Shape &expected, const std::string &why) {
-  if (view.shape() != expected)
-    call.fail(name, "expected shape " + shape_string(expected) + why + ", got " + shape_string(view.shape()));
-}
-
-// The mask as (C, H, W) for a cube of `bands` bands of H x W.
-template <class T>
-View<const T, 3> bind_mask(const Call &call, const Mask<T> &mask, std::int64_t bands, std::int64_t height,
-                           std::int64_t width) {
-  const View<const T, 3> &m = mask.view();
-  if (mask.per_band()) {
-    check_shape(call, "mask", m, Shape3{bands, height, width}, " (a per-band mask is (C, H, W) of the cube)");
-    return m;
-  }
-  if (m.shape(1) != height || m.shape(2) != width)
-    call.fail("mask", "expected shape " + shape_string(std::array<std::int64_t, 2>{height, width}) +
-                          " (H, W) of the cube, got " + shape_string(std::array<std::int64_t, 2>{m.shape(1), m.shape(2)}));
-  return View<const T, 3>(m.data(), {bands, height, width}, {0, m.stride(1), m.stride(2)}, m.memory());
-}
 
 std::string of_cube(const Shape4 &cube, Dispersion d) {
   return " for a cube of shape " + shape_string(cube) + " with " + describe(d);

@@ -6,5 +6,6 @@
 #include "hpipe/device.h"
 #include "hpipe/dot.h"
 #include "hpipe/error.h"
+#include "hpipe/recon.h"
 #include "hpipe/synth.h"
 #include "hpipe/view.h"

@@ -1,0 +1,140 @@
+#include "generators/recon.h"
+
+namespace hpipe::alg {
+
+using namespace Halide;
+
+namespace {
+Var w("w"), h("h"), c("c"), b("b"), s("slot");
+
+// div p at (x, y) from accessors of the two dual components, which are 0 outside the image.
+template <class PW, class PH>
+Expr divergence_at(PW pw, PH ph, const Expr &x, const Expr &y) {
+  return (pw(x - 1, y) - pw(x, y)) + (ph(x, y - 1) - ph(x, y));
+}
+
+// 1 / s for s >= 1. float32: the hardware estimate refined by one Newton step (error about 1 ulp,
+// a fraction of the cost of a division); double: a division.
+Expr reciprocal(const Expr &s) {
+  if (s.type() != Float(32)) return 1 / s;
+  const Expr r = fast_inverse(s);
+  return r * (2 - s * r);
+}
+
+// A dual component given as a (w, h, c, b) Func without border, read as 0 outside the image.
+auto zero_outside(Func p, const Expr &width, const Expr &height) {
+  Func inside = BoundaryConditions::constant_exterior(p, cast(value_type(p), 0), {{0, width}, {0, height}});
+  return [inside](const Expr &x, const Expr &y) { return inside(x, y, c, b); };
+}
+}  // namespace
+
+TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr iterations) {
+  TvChambolle tv;
+  const Type t = value_type(image);
+  const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
+  // The image is read one pixel past its last row and column, where the gradient is 0 whatever
+  // is read: repeat the edge so those reads stay inside the computed image.
+  tv.image = Func("tv_image");
+  tv.image(w, h, c, b) = image(w, h, c, b);
+  Func f = BoundaryConditions::repeat_edge(tv.image, {{0, width}, {0, height}});
+
+  // The dual is stored with a one-pixel border that no step writes: the pure definition's zeros
+  // there are skimage's "p = 0 outside the image", so every access is a plain neighbour load.
+  Func p("tv_dual");
+  p(w, h, c, b, s) = Tuple(zero, zero);
+  tv.steps = RDom(0, width, 0, height, 0, max(iterations - 1, 0), "tv_step");
+  const RVar x = tv.steps.x, y = tv.steps.y, k = tv.steps.z;
+  const Expr read = k % 2;
+  auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
+  auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
+  auto primal = [&](Expr xx, Expr yy) { return f(xx, yy, c, b) + divergence_at(pw, ph, xx, yy); };  // u_k
+  const Expr u = primal(x, y);
+  const Expr gw = select(x < width - 1, primal(x + 1, y) - u, zero);
+  const Expr gh = select(y < height - 1, primal(x, y + 1) - u, zero);
+  const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(gw * gw + gh * gh));
+  p(x, y, c, b, (k + 1) % 2) = Tuple((pw(x, y) - tau * gw) * inv_scale, (ph(x, y) - tau * gh) * inv_scale);
+  tv.dual = p;
+
+  const Expr last = max(iterations - 1, 0) % 2;
+  tv.divergence = Func("tv_divergence");
+  tv.divergence(w, h, c, b) = divergence_at([&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[0]; },
+                                             [&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[1]; }, w, h);
+  tv.out = Func("tv_out");
+  tv.out(w, h, c, b) = tv.image(w, h, c, b) + tv.divergence(w, h, c, b);
+  return tv;
+}
+
+TvVectorialStep tv_vectorial_step(Func image, Func p_w, Func p_h, Expr width, Expr height, Expr bands,
+                                  Expr weight) {
+  TvVectorialStep tv;
+  const Type t = value_type(image);
+  const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
+  tv.image = BoundaryConditions::repeat_edge(image, {{0, width}, {0, height}});
+  const auto pw = zero_outside(p_w, width, height), ph = zero_outside(p_h, width, height);
+  tv.primal = Func("tv_primal");
+  tv.primal(w, h, c, b) = tv.image(w, h, c, b) + divergence_at(pw, ph, w, h);
+  Func grad("tv_gradient");
+  grad(w, h, c, b) = Tuple(select(w < width - 1, tv.primal(w + 1, h, c, b) - tv.primal(w, h, c, b), zero),
+                           select(h < height - 1, tv.primal(w, h + 1, c, b) - tv.primal(w, h, c, b), zero));
+  tv.bands = RDom(0, bands, "band");
+  tv.norm_sq = Func("tv_norm_sq");
+  tv.norm_sq(w, h, b) = zero;
+  const Expr gw = grad(w, h, tv.bands, b)[0], gh = grad(w, h, tv.bands, b)[1];
+  tv.norm_sq(w, h, b) += gw * gw + gh * gh;
+  const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(tv.norm_sq(w, h, b)));
+  tv.next = Func("tv_dual_next");
+  tv.next(w, h, c, b) = Tuple((p_w(w, h, c, b) - tau * grad(w, h, c, b)[0]) * inv_scale,
+                              (p_h(w, h, c, b) - tau * grad(w, h, c, b)[1]) * inv_scale);
+  return tv;
+}
+
+TvFinish tv_finish(Func image, Func p_w, Func p_h, Expr width, Expr height) {
+  const Expr div = divergence_at(zero_outside(p_w, width, height), zero_outside(p_h, width, height), w, h);
+  TvFinish tv;
+  tv.out = Func("tv_finish");
+  tv.out(w, h, c, b) = Tuple(image(w, h, c, b) + div, div);
+  return tv;
+}
+
+namespace {
+// x + lambda A^T normalized
+Func projection_step(Func x, Func normalized, Func mask, const CassiGeometry &g, Expr lambda) {
+  Func adjoint = cassi_adjoint(normalized, mask, g).x;
+  Func data("data");
+  data(w, h, c, b) = x(w, h, c, b) + lambda * adjoint(w, h, c, b);
+  return data;
+}
+}  // namespace
+
+GapTvIteration gap_tv_iteration(Func x, Func y, Func y1, Func mask, Func phi, const CassiGeometry &g, BandSumForm form,
+                                Expr lambda, Expr accelerate, Expr tv_weight, Expr tv_iterations) {
+  GapTvIteration it;
+  it.forward = cassi_forward(x, mask, g, form);
+  Func yb = it.forward.y;
+  it.y1 = Func("y1_updated");
+  it.y1(w, h, b) = y1(w, h, b) + (y(w, h, b) - yb(w, h, b));
+  it.normalized = Func("normalized");
+  it.normalized(w, h, b) = (select(accelerate != 0, it.y1(w, h, b), y(w, h, b)) - yb(w, h, b)) / phi(w, h);
+  it.data = projection_step(x, it.normalized, mask, g, lambda);
+  it.tv = tv_chambolle(it.data, g.width, g.height, tv_weight, tv_iterations);
+  return it;
+}
+
+AdmmTvIteration admm_tv_iteration(Func theta, Func bvar, Func y, Func mask, Func phi, const CassiGeometry &g,
+                                  BandSumForm form, Expr lambda, Expr gamma, Expr tv_weight, Expr tv_iterations) {
+  AdmmTvIteration it;
+  it.sum = Func("theta_plus_b");
+  it.sum(w, h, c, b) = theta(w, h, c, b) + bvar(w, h, c, b);
+  it.forward = cassi_forward(it.sum, mask, g, form);
+  it.normalized = Func("normalized");
+  it.normalized(w, h, b) = (y(w, h, b) - it.forward.y(w, h, b)) / (phi(w, h) + gamma);
+  it.data = projection_step(it.sum, it.normalized, mask, g, lambda);
+  Func shifted("x_minus_b");
+  shifted(w, h, c, b) = it.data(w, h, c, b) - bvar(w, h, c, b);
+  it.tv = tv_chambolle(shifted, g.width, g.height, tv_weight, tv_iterations);
+  it.out = Func("theta_b_next");
+  it.out(w, h, c, b) = Tuple(it.tv.out(w, h, c, b), it.tv.divergence(w, h, c, b));
+  return it;
+}
+
+}  // namespace hpipe::alg

@@ -1,0 +1,85 @@
+// Iterative CASSI reconstruction: Chambolle's total-variation denoiser and one iteration of
+// GAP-TV and of ADMM-TV, built on the CASSI operators of generators/cassi.h. Algorithms only
+// (schedules live in schedules/recon_*.cpp).
+//
+// Layout as in generators/cassi.h: cube x(w, h, c, b), measurement y(w', h', b), mask m(w, h, c),
+// Phi(w', h') = sum_c m^2 displaced, with 0 replaced by 1.
+#pragma once
+
+#include "Halide.h"
+#include "generators/cassi.h"
+#include "generators/common.h"
+
+namespace hpipe::alg {
+
+// Chambolle's projection algorithm for the ROF problem, applied to every (band, batch) image of a
+// cube independently, exactly as skimage.restoration.denoise_tv_chambolle does it per channel with
+// max_num_iter = `iterations` and eps = 0 (no early stop), tau = 1/4:
+//   p_0 = 0;  for k = 0 .. n-2:  u_k = f + div p_k,  g = grad u_k (forward differences, 0 on the
+//   last row/column),  p_{k+1} = (p_k - tau g) / (1 + tau / weight * |g|);   out = f + div p_{n-1}
+// (skimage's n-th dual update is never used, so n iterations make n - 1 dual steps; n = 1 returns f).
+struct TvChambolle {
+  Halide::Func image;       // f(w, h, c, b): the image being denoised, a Func a schedule may place
+  Halide::Func dual;        // p(w, h, c, b, slot) = Tuple(p_w, p_h); step k reads slot k % 2, writes (k + 1) % 2
+  Halide::RDom steps;       // (x, y, k) over the image and the n - 1 dual steps
+  Halide::Func divergence;  // div p_{n-1}(w, h, c, b), with p = 0 outside the image
+  Halide::Func out;         // f + divergence
+};
+TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr height, Halide::Expr weight,
+                         Halide::Expr iterations);
+
+// The vectorial (band-coupled) variant (Bresson & Chan, "Fast dual minimization of the vectorial
+// total variation norm", 2008): the same steps, but every band's dual is divided by the one
+// factor 1 + tau / weight * sqrt(sum_c |grad u_c|^2) of its pixel, so edges are shared by the
+// bands. One dual step per call (the runtime loops): p_w, p_h are (w, h, c, b) without border.
+struct TvVectorialStep {
+  Halide::Func image;    // f, edges repeated
+  Halide::Func primal;   // u = f + div p
+  Halide::Func norm_sq;  // sum_c |grad u_c|^2, (w, h, b)
+  Halide::RDom bands;
+  Halide::Func next;     // Tuple(p_w', p_h')
+};
+TvVectorialStep tv_vectorial_step(Halide::Func image, Halide::Func p_w, Halide::Func p_h, Halide::Expr width,
+                                  Halide::Expr height, Halide::Expr bands, Halide::Expr weight);
+// The result of a TV from its dual: Tuple(f + div p, div p) (the second is ADMM's b').
+struct TvFinish {
+  Halide::Func out;
+};
+TvFinish tv_finish(Halide::Func image, Halide::Func p_w, Halide::Func p_h, Halide::Expr width, Halide::Expr height);
+
+// One accelerated GAP-TV iteration (Yuan 2016; y1 starts at 0):
+//   yb = A x;  y1' = y1 + (y - yb);  x' = TV(x + lambda A^T((y1' - yb) / Phi))
+// and the plain GAP step x' = TV(x + lambda A^T((y - yb) / Phi)) when `accelerate` is 0.
+struct GapTvIteration {
+  CassiForward forward;     // yb = A x
+  Halide::Func y1;          // y1 + (y - yb)
+  Halide::Func normalized;  // (y1' - yb) / Phi, or (y - yb) / Phi
+  Halide::Func data;        // x + lambda A^T normalized: the Euclidean projection step
+  TvChambolle tv;           // TV(data); tv.out is x'
+};
+GapTvIteration gap_tv_iteration(Halide::Func x, Halide::Func y, Halide::Func y1, Halide::Func mask, Halide::Func phi,
+                                const CassiGeometry &g, BandSumForm form, Halide::Expr lambda,
+                                Halide::Expr accelerate, Halide::Expr tv_weight, Halide::Expr tv_iterations);
+
+// One ADMM-TV iteration (Yuan's admm_denoise):
+//   v = theta + b;  x = v + lambda A^T((y - A v) / (Phi + gamma));  theta' = TV(x - b);  b' = b - (x - theta')
+// Since theta' = (x - b) + div p, b' = div p: `out` is Tuple(theta', b') from one TV pass.
+struct AdmmTvIteration {
+  Halide::Func sum;         // theta + b
+  CassiForward forward;     // A (theta + b)
+  Halide::Func normalized;  // (y - A v) / (Phi + gamma)
+  Halide::Func data;        // x = v + lambda A^T normalized
+  TvChambolle tv;           // TV(x - b)
+  Halide::Func out;         // Tuple(theta', b')
+};
+AdmmTvIteration admm_tv_iteration(Halide::Func theta, Halide::Func b, Halide::Func y, Halide::Func mask,
+                                  Halide::Func phi, const CassiGeometry &g, BandSumForm form, Halide::Expr lambda,
+                                  Halide::Expr gamma, Halide::Expr tv_weight, Halide::Expr tv_iterations);
+
+// Estimates: one 28-band 256 x 256 scene (the synthetic scene of hpipe synth), S = 2, 5 TV iterations.
+struct ReconEstimates {
+  CassiEstimates cassi{1};  // batch 1
+  int tv_iterations = 5;
+};
+
+}  // namespace hpipe::alg

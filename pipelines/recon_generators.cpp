@@ -1,0 +1,167 @@
+// AOT generators of the reconstruction family: the TV denoiser and one iteration of GAP-TV and of
+// ADMM-TV. Algorithms in generators/recon.cpp, schedules in schedules/recon_{cpu,cuda}.cpp; the
+// iteration loops are in runtime/src/recon.cpp.
+//
+// Masks are 3-D (w, h, c) as in the CASSI family (a shared mask has a c-stride of 0); phi is the
+// output of cassi_phi for that mask, computed once per reconstruction.
+#include "generators/recon.h"
+#include "pipelines/generator_base.h"
+#include "schedules/recon.h"
+
+namespace hpipe {
+namespace {
+
+using namespace Halide;
+using alg::CassiGeometry;
+using alg::ReconEstimates;
+
+// Inputs every reconstruction step has: measurement, mask, phi, dispersion and the TV parameters.
+template <class T>
+struct ReconArgs {
+  GeneratorInput<Buffer<T>> y{"measurement", 3};
+  GeneratorInput<Buffer<T>> mask{"coded_mask", 3};
+  GeneratorInput<Buffer<T>> phi{"phi", 2};
+  GeneratorInput<int> step{"step"};
+  GeneratorInput<int> axis{"axis"};
+  GeneratorInput<T> lambda{"lambda"};
+  GeneratorInput<T> tv_weight{"tv_weight"};
+  GeneratorInput<int> tv_iterations{"tv_iterations"};
+
+  CassiGeometry geometry() {
+    return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis};
+  }
+  void set_estimates(const ReconEstimates &e) {
+    y.set_estimates(e.cassi.measurement());
+    mask.set_estimates(e.cassi.mask());
+    phi.set_estimates(e.cassi.phi());
+    step.set_estimate(e.cassi.step);
+    axis.set_estimate(e.cassi.axis);
+    lambda.set_estimate(T(1));
+    tv_weight.set_estimate(T(0.1));
+    tv_iterations.set_estimate(e.tv_iterations);
+  }
+};
+
+template <class T>
+class TvChambolleGenerator : public Generator<TvChambolleGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> x{"image", 4};
+  GeneratorInput<T> weight{"weight"};
+  GeneratorInput<int> iterations{"iterations"};
+  GeneratorOutput<Buffer<T>> out{"out", 4};
+
+  void generate() {
+    auto op = alg::tv_chambolle(x, x.dim(0).extent(), x.dim(1).extent(), weight, iterations);
+    out = op.out;
+    const ReconEstimates e;
+    x.set_estimates(e.cassi.cube());
+    weight.set_estimate(T(0.1));
+    iterations.set_estimate(e.tv_iterations);
+    out.set_estimates(e.cassi.cube());
+    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+  }
+};
+
+// Vectorial TV: one dual step, and the result from the dual. The duals are (w, h, c, b) cubes.
+template <class T>
+class TvVectorialStepGenerator : public Generator<TvVectorialStepGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> x{"image", 4};
+  GeneratorInput<Buffer<T>> p_w{"p_w", 4};
+  GeneratorInput<Buffer<T>> p_h{"p_h", 4};
+  GeneratorInput<T> weight{"weight"};
+  GeneratorOutput<Func> next{"next", {type_of<T>(), type_of<T>()}, 4};  // (p_w', p_h')
+
+  void generate() {
+    auto op = alg::tv_vectorial_step(x, p_w, p_h, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight);
+    next = op.next;
+    const ReconEstimates e;
+    for (auto *in : {&x, &p_w, &p_h}) in->set_estimates(e.cassi.cube());
+    weight.set_estimate(T(0.1));
+    next.set_estimates(e.cassi.cube());
+    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+  }
+};
+
+template <class T>
+class TvFinishGenerator : public Generator<TvFinishGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> x{"image", 4};
+  GeneratorInput<Buffer<T>> p_w{"p_w", 4};
+  GeneratorInput<Buffer<T>> p_h{"p_h", 4};
+  GeneratorOutput<Func> out{"out", {type_of<T>(), type_of<T>()}, 4};  // (f + div p, div p)
+
+  void generate() {
+    auto op = alg::tv_finish(x, p_w, p_h, x.dim(0).extent(), x.dim(1).extent());
+    out = op.out;
+    const ReconEstimates e;
+    for (auto *in : {&x, &p_w, &p_h}) in->set_estimates(e.cassi.cube());
+    out.set_estimates(e.cassi.cube());
+    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+  }
+};
+
+template <class T>
+class GapTvGenerator : public Generator<GapTvGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> x{"x_prev", 4};
+  GeneratorInput<Buffer<T>> y1{"y1_prev", 3};
+  ReconArgs<T> args;
+  GeneratorInput<int> accelerate{"accelerate"};
+  GeneratorOutput<Buffer<T>> x_next{"x_next", 4};
+  GeneratorOutput<Buffer<T>> y1_next{"y1_next", 3};
+
+  void generate() {
+    auto op = alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(),
+                                    alg::band_sum_form(this->get_target()), args.lambda, accelerate,
+                                    args.tv_weight, args.tv_iterations);
+    x_next = op.tv.out;
+    y1_next = op.y1;
+    const ReconEstimates e;
+    x.set_estimates(e.cassi.cube());
+    y1.set_estimates(e.cassi.measurement());
+    args.set_estimates(e);
+    accelerate.set_estimate(1);
+    x_next.set_estimates(e.cassi.cube());
+    y1_next.set_estimates(e.cassi.measurement());
+    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+  }
+};
+
+template <class T>
+class AdmmTvGenerator : public Generator<AdmmTvGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> theta{"theta_prev", 4};
+  GeneratorInput<Buffer<T>> b{"b_prev", 4};
+  ReconArgs<T> args;
+  GeneratorInput<T> gamma{"gamma"};
+  GeneratorOutput<Func> next{"next", {type_of<T>(), type_of<T>()}, 4};  // (theta', b')
+
+  void generate() {
+    auto op = alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(),
+                                     alg::band_sum_form(this->get_target()), args.lambda, gamma,
+                                     args.tv_weight, args.tv_iterations);
+    next = op.out;
+    const ReconEstimates e;
+    theta.set_estimates(e.cassi.cube());
+    b.set_estimates(e.cassi.cube());
+    args.set_estimates(e);
+    gamma.set_estimate(T(0.01));
+    next.set_estimates(e.cassi.cube());
+    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+  }
+};
+
+}  // namespace
+}  // namespace hpipe
+
+HPIPE_REGISTER_GENERATOR(hpipe::TvChambolleGenerator, tv_chambolle)
+HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialStepGenerator, tv_vectorial_step)
+HPIPE_REGISTER_GENERATOR(hpipe::TvFinishGenerator, tv_finish)
+HPIPE_REGISTER_GENERATOR(hpipe::GapTvGenerator, gap_tv_step)
+HPIPE_REGISTER_GENERATOR(hpipe::AdmmTvGenerator, admm_tv_step)

@@ -1,0 +1,82 @@
+#include "block_cache.h"
+
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "HalideRuntime.h"
+
+namespace hpipe::detail {
+
+namespace {
+
+constexpr std::size_t kAlignment = 128;              // >= every Halide target's halide_malloc_alignment()
+constexpr std::size_t kLarge = 64 * 1024;            // blocks below this go straight back to malloc
+constexpr std::size_t kCacheLimit = 256u << 20;      // bytes kept for reuse, at most
+constexpr std::size_t kCacheBlocks = 64;             // blocks kept, at most
+
+struct Block {
+  std::size_t size;  // usable bytes after the header
+  void *base;        // what aligned_alloc returned
+};
+
+std::mutex mutex;
+std::vector<Block> cached;  // free blocks, oldest first
+std::size_t cached_bytes = 0;
+
+// The usable bytes live kAlignment bytes after the start; the header in front holds the size.
+void *user_pointer(void *base) { return static_cast<char *>(base) + kAlignment; }
+Block &header(void *user) { return *reinterpret_cast<Block *>(static_cast<char *>(user) - kAlignment); }
+
+void *cached_malloc(void *, std::size_t size) {
+  const std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded >= kLarge) {
+    std::lock_guard<std::mutex> lock(mutex);
+    // The smallest cached block that fits without wasting more than its own size.
+    std::size_t best = cached.size();
+    for (std::size_t i = 0; i < cached.size(); i++)
+      if (cached[i].size >= rounded && cached[i].size <= 2 * rounded &&
+          (best == cached.size() || cached[i].size < cached[best].size))
+        best = i;
+    if (best != cached.size()) {
+      const Block b = cached[best];
+      cached.erase(cached.begin() + static_cast<std::ptrdiff_t>(best));
+      cached_bytes -= b.size;
+      return user_pointer(b.base);
+    }
+  }
+  void *base = std::aligned_alloc(kAlignment, rounded + kAlignment);
+  if (!base) return nullptr;
+  header(user_pointer(base)) = Block{rounded, base};
+  return user_pointer(base);
+}
+
+void cached_free(void *, void *user) {
+  if (!user) return;
+  const Block b = header(user);
+  if (b.size >= kLarge && b.size <= kCacheLimit) {
+    std::lock_guard<std::mutex> lock(mutex);
+    cached.push_back(b);
+    cached_bytes += b.size;
+    while (cached_bytes > kCacheLimit || cached.size() > kCacheBlocks) {
+      cached_bytes -= cached.front().size;
+      std::free(cached.front().base);
+      cached.erase(cached.begin());
+    }
+    return;
+  }
+  std::free(b.base);
+}
+
+}  // namespace
+
+void install_block_cache() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    halide_set_custom_malloc(cached_malloc);
+    halide_set_custom_free(cached_free);
+  });
+}
+
+}  // namespace hpipe::detail

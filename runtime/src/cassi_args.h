@@ -1,0 +1,49 @@
+// Argument checks the CASSI operators and the reconstructions built on them share: the
+// dispersion, shapes, and binding a shared or per-band mask to a cube.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "call.h"
+#include "hpipe/cassi.h"
+
+namespace hpipe::detail {
+
+inline int axis_code(Axis axis) { return axis == Axis::height ? 1 : 0; }
+
+inline std::string describe(Dispersion d) {
+  return "step " + std::to_string(d.step) + " along " + (d.axis == Axis::height ? "height" : "width");
+}
+
+inline void check_dispersion(const Call &call, Dispersion d) {
+  if (d.axis != Axis::width && d.axis != Axis::height)
+    call.fail("dispersion", "axis must be Axis::width or Axis::height, got " + std::to_string(int(d.axis)));
+  if (std::abs(static_cast<std::int64_t>(d.step)) > (1 << 24))
+    call.fail("dispersion", "|step| must be at most 2^24 pixels, got " + std::to_string(d.step));
+}
+
+template <class Shape, class V>
+void check_shape(const Call &call, const char *name, const V &view, const Shape &expected, const std::string &why) {
+  if (view.shape() != expected)
+    call.fail(name, "expected shape " + shape_string(expected) + why + ", got " + shape_string(view.shape()));
+}
+
+// The mask as (C, H, W) for a cube of `bands` bands of H x W.
+template <class T>
+View<const T, 3> bind_mask(const Call &call, const Mask<T> &mask, std::int64_t bands, std::int64_t height,
+                           std::int64_t width) {
+  const View<const T, 3> &m = mask.view();
+  if (mask.per_band()) {
+    check_shape(call, "mask", m, std::array<std::int64_t, 3>{bands, height, width}, " (a per-band mask is (C, H, W) of the cube)");
+    return m;
+  }
+  if (m.shape(1) != height || m.shape(2) != width)
+    call.fail("mask", "expected shape " + shape_string(std::array<std::int64_t, 2>{height, width}) +
+                          " (H, W) of the cube, got " + shape_string(std::array<std::int64_t, 2>{m.shape(1), m.shape(2)}));
+  return View<const T, 3>(m.data(), {bands, height, width}, {0, m.stride(1), m.stride(2)}, m.memory());
+}
+
+}  // namespace hpipe::detail

@@ -1,0 +1,410 @@
+#include "hpipe/recon.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "call.h"
+#include "cassi_args.h"
+#include "hpipe_admm_tv_step_f32_cpu.h"
+#include "hpipe_admm_tv_step_f64_cpu.h"
+#include "hpipe_gap_tv_step_f32_cpu.h"
+#include "hpipe_gap_tv_step_f64_cpu.h"
+#include "hpipe_tv_chambolle_f32_cpu.h"
+#include "hpipe_tv_chambolle_f64_cpu.h"
+#include "hpipe_tv_finish_f32_cpu.h"
+#include "hpipe_tv_finish_f64_cpu.h"
+#include "hpipe_tv_vectorial_step_f32_cpu.h"
+#include "hpipe_tv_vectorial_step_f64_cpu.h"
+#ifdef HPIPE_HAVE_CUDA
+#include "hpipe_admm_tv_step_f32_cuda.h"
+#include "hpipe_admm_tv_step_f64_cuda.h"
+#include "hpipe_gap_tv_step_f32_cuda.h"
+#include "hpipe_gap_tv_step_f64_cuda.h"
+#include "hpipe_tv_chambolle_f32_cuda.h"
+#include "hpipe_tv_chambolle_f64_cuda.h"
+#include "hpipe_tv_finish_f32_cuda.h"
+#include "hpipe_tv_finish_f64_cuda.h"
+#include "hpipe_tv_vectorial_step_f32_cuda.h"
+#include "hpipe_tv_vectorial_step_f64_cuda.h"
+#endif
+#include "kernels.h"
+
+namespace hpipe {
+
+using detail::axis_code;
+using detail::bind_mask;
+using detail::Call;
+using detail::check_dispersion;
+using detail::check_shape;
+using detail::shape_string;
+
+namespace {
+
+template <class T>
+struct ReconKernels;
+
+#define HPIPE_RECON_KERNELS(T, suffix)                                         \
+  template <>                                                                  \
+  struct ReconKernels<T> {                                                     \
+    static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);      \
+    static constexpr auto tv_step = HPIPE_KERNEL(hpipe_tv_vectorial_step_##suffix); \
+    static constexpr auto tv_finish = HPIPE_KERNEL(hpipe_tv_finish_##suffix); \
+    static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);      \
+    static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);    \
+  };
+HPIPE_RECON_KERNELS(float, f32)
+HPIPE_RECON_KERNELS(double, f64)
+#undef HPIPE_RECON_KERNELS
+
+using Shape3 = std::array<std::int64_t, 3>;
+using Shape4 = std::array<std::int64_t, 4>;
+
+void check_tv(const Call &call, const TvParams &tv) {
+  if (!(tv.weight > 0) || !std::isfinite(tv.weight))
+    call.fail("tv.weight", "expected a finite value > 0, got " + std::to_string(tv.weight));
+  if (tv.iterations < 1) call.fail("tv.iterations", "expected at least 1, got " + std::to_string(tv.iterations));
+}
+
+template <class V>
+void check_host(const Call &call, const char *name, const V &view) {
+  if (view.memory() != Memory::host)
+    call.fail(name, "must be host memory (the reconstruction keeps its state on the host), got CUDA memory");
+}
+
+// ||y - A x||_2 in double.
+template <class T>
+double residual_norm(View<const T, 3> y, View<const T, 4> x, const Mask<T> &mask, Dispersion d,
+                     const Options &options) {
+  const Array<T, 3> yb = cassi_forward(x, mask, d, options);
+  double sum = 0;
+  for (std::int64_t b = 0; b < y.shape(0); b++)
+    for (std::int64_t h = 0; h < y.shape(1); h++)
+      for (std::int64_t w = 0; w < y.shape(2); w++) {
+        const double r = double(y(b, h, w)) - double(yb(b, h, w));
+        sum += r * r;
+      }
+  return std::sqrt(sum);
+}
+
+// The vectorial TV of `image` into (out, div p): n - 1 dual steps, one kernel each, then the finish.
+template <class T>
+void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out, View<T, 4> div,
+                  const Options &options) {
+  const Shape4 shape = image.shape();
+  Array<T, 4> pw(shape), ph(shape), pw_next(shape), ph_next(shape);  // the dual starts at 0
+  for (int k = 1; k < tv.iterations; k++) {
+    Call call(op, options);
+    auto fa = call.input("x", image);
+    auto pwa = call.input("p_w", std::as_const(pw).view());
+    auto pha = call.input("p_h", std::as_const(ph).view());
+    auto pwo = call.output("p_w_next", pw_next.view());
+    auto pho = call.output("p_h_next", ph_next.view());
+    call.run(ReconKernels<T>::tv_step, fa, pwa, pha, static_cast<T>(tv.weight), pwo, pho);
+    std::swap(pw, pw_next);
+    std::swap(ph, ph_next);
+  }
+  Call call(op, options);
+  auto fa = call.input("x", image);
+  auto pwa = call.input("p_w", std::as_const(pw).view());
+  auto pha = call.input("p_h", std::as_const(ph).view());
+  auto oa = call.output("out", out);
+  auto da = call.output("divergence", div);
+  call.run(ReconKernels<T>::tv_finish, fa, pwa, pha, oa, da);
+}
+
+template <class T>
+void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &options) {
+  Call call("tv_denoise", options);
+  check_tv(call, tv);
+  check_shape(call, "out", out, x.shape(), " (the shape of x)");
+  if (tv.vectorial) {
+    Array<T, 4> div(x.shape());
+    tv_vectorial<T>("tv_denoise", x, tv, out, div.view(), options);
+    return;
+  }
+  auto xa = call.input("x", x);
+  auto oa = call.output("out", out);
+  call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, oa);
+}
+
+// The checks of one step: the cube-shaped views have the shape of `cube`, the measurement-shaped
+// ones that of the measurement, phi (H', W'). Returns the mask bound to the cube.
+template <class T>
+View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &cube, View<const T, 3> y,
+                            const Mask<T> &mask, View<const T, 2> phi, const ReconParams &p) {
+  const Dispersion d = p.dispersion;
+  check_dispersion(call, d);
+  const Shape3 meas = cassi_measurement_shape(cube, d);
+  check_shape(call, "y", y, meas, " for a cube of shape " + shape_string(cube) + " with " + detail::describe(d));
+  check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, " (H', W') of y");
+  if (!std::isfinite(p.lambda)) call.fail("lambda", "expected a finite value, got " + std::to_string(p.lambda));
+  if (method == ReconMethod::admm_tv && (!(p.gamma >= 0) || !std::isfinite(p.gamma)))
+    call.fail("gamma", "expected a finite value >= 0, got " + std::to_string(p.gamma));
+  check_tv(call, p.tv);
+  return bind_mask(call, mask, cube[1], cube[2], cube[3]);
+}
+
+template <class T>
+void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,
+                   View<const T, 2> phi, const ReconParams &p, View<T, 4> x_next, View<T, 3> y1_next,
+                   const Options &options) {
+  Call call("gap_tv_step", options);
+  const auto m = check_step<T>(call, ReconMethod::gap_tv, x.shape(), y, mask, phi, p);
+  check_shape(call, "y1", y1, y.shape(), " (the shape of y)");
+  check_shape(call, "x_next", x_next, x.shape(), " (the shape of x)");
+  check_shape(call, "y1_next", y1_next, y.shape(), " (the shape of y)");
+  auto xa = call.input("x", x);
+  auto y1a = call.input("y1", y1);
+  auto ya = call.input("y", y);
+  auto ma = call.input("mask", m);
+  auto pa = call.input("phi", phi);
+  // The vectorial TV runs after the kernel's data step (a kernel TV of 1 iteration is the identity).
+  Array<T, 4> data;
+  if (p.tv.vectorial) data = Array<T, 4>(x.shape());
+  auto xo = call.output("x_next", p.tv.vectorial ? data.view() : x_next);
+  auto y1o = call.output("y1_next", y1_next);
+  const Dispersion d = p.dispersion;
+  call.run(ReconKernels<T>::gap, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
+           static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, p.accelerate ? 1 : 0, xo, y1o);
+  if (p.tv.vectorial) {
+    Array<T, 4> div(x.shape());
+    tv_vectorial<T>("gap_tv_step", std::as_const(data).view(), p.tv, x_next, div.view(), options);
+  }
+}
+
+template <class T>
+void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3> y, const Mask<T> &mask,
+                    View<const T, 2> phi, const ReconParams &p, View<T, 4> theta_next, View<T, 4> b_next,
+                    const Options &options) {
+  Call call("admm_tv_step", options);
+  const auto m = check_step<T>(call, ReconMethod::admm_tv, theta.shape(), y, mask, phi, p);
+  check_shape(call, "b", b, theta.shape(), " (the shape of theta)");
+  check_shape(call, "theta_next", theta_next, theta.shape(), " (the shape of theta)");
+  check_shape(call, "b_next", b_next, theta.shape(), " (the shape of theta)");
+  auto ta = call.input("theta", theta);
+  auto ba = call.input("b", b);
+  auto ya = call.input("y", y);
+  auto ma = call.input("mask", m);
+  auto pa = call.input("phi", phi);
+  // Vectorial: the kernel with a TV of 1 iteration gives (x - b, 0); the TV gives (theta', b' = div p).
+  Array<T, 4> data, zero;
+  if (p.tv.vectorial) data = Array<T, 4>(theta.shape()), zero = Array<T, 4>(theta.shape());
+  auto to = call.output("theta_next", p.tv.vectorial ? data.view() : theta_next);
+  auto bo = call.output("b_next", p.tv.vectorial ? zero.view() : b_next);
+  const Dispersion d = p.dispersion;
+  call.run(ReconKernels<T>::admm, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
+           static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, static_cast<T>(p.gamma), to, bo);
+  if (p.tv.vectorial) tv_vectorial<T>("admm_tv_step", std::as_const(data).view(), p.tv, theta_next, b_next, options);
+}
+
+// Everything a whole run checks before any work; returns Phi for the mask.
+template <class T>
+Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask,
+                    const ReconParams &p, View<T, 4> x, const Options &options) {
+  Call call(op, options);
+  check_host(call, "y", y);
+  check_host(call, "mask", mask.view());
+  check_host(call, "x", x);
+  if (p.iterations < 0) call.fail("iterations", "expected at least 0, got " + std::to_string(p.iterations));
+  check_dispersion(call, p.dispersion);
+  const Shape3 meas = cassi_measurement_shape(x.shape(), p.dispersion);
+  Array<T, 2> phi(std::array<std::int64_t, 2>{meas[1], meas[2]});
+  check_step<T>(call, method, x.shape(), y, mask, std::as_const(phi).view(), p);
+  cassi_phi(mask, x.shape(1), p.dispersion, phi.view(), options);
+  return phi;
+}
+
+template <class T>
+void gap_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,
+              const IterationCallback &progress, const Options &options) {
+  const Array<T, 2> phi = prepare<T>("gap_tv", ReconMethod::gap_tv, y, mask, p, x, options);
+  const Dispersion d = p.dispersion;
+  cassi_adjoint(y, mask, d, x, options);  // x_0 = A^T y (also the result of 0 iterations)
+  if (p.iterations == 0) return;
+  Array<T, 4> cur = cassi_adjoint(y, mask, x.shape(1), d, options), next(x.shape());
+  Array<T, 3> y1(y.shape()), y1_next(y.shape());  // y1 starts at 0
+  for (int k = 1; k <= p.iterations; k++) {
+    const View<T, 4> out = k == p.iterations ? x : next.view();
+    gap_step_impl<T>(cur.view(), y1.view(), y, mask, phi.view(), p, out, y1_next.view(), options);
+    if (progress) progress({k, p.iterations, residual_norm<T>(y, out, mask, d, options)});
+    std::swap(cur, next);
+    std::swap(y1, y1_next);
+  }
+}
+
+template <class T>
+void admm_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,
+               const IterationCallback &progress, const Options &options) {
+  const Array<T, 2> phi = prepare<T>("admm_tv", ReconMethod::admm_tv, y, mask, p, x, options);
+  const Dispersion d = p.dispersion;
+  cassi_adjoint(y, mask, d, x, options);  // theta_0 = A^T y (also the result of 0 iterations)
+  if (p.iterations == 0) return;
+  Array<T, 4> theta = cassi_adjoint(y, mask, x.shape(1), d, options), theta_next(x.shape());
+  Array<T, 4> b(x.shape()), b_next(x.shape());  // b starts at 0
+  for (int k = 1; k <= p.iterations; k++) {
+    const View<T, 4> out = k == p.iterations ? x : theta_next.view();
+    admm_step_impl<T>(theta.view(), b.view(), y, mask, phi.view(), p, out, b_next.view(), options);
+    if (progress) progress({k, p.iterations, residual_norm<T>(y, out, mask, d, options)});
+    std::swap(theta, theta_next);
+    std::swap(b, b_next);
+  }
+}
+
+template <class T>
+Array<T, 4> reconstruct_impl(ReconMethod method, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,
+                             const ReconParams &p, const IterationCallback &progress, const Options &options) {
+  const char *op = to_string(method);
+  if (bands < 1) throw Error(std::string("hpipe::") + op + ": bands: expected at least 1, got " + std::to_string(bands));
+  const Shape4 cube = cassi_cube_shape(y.shape(), bands, p.dispersion);
+  if (cube[2] < 1 || cube[3] < 1)
+    throw Error(std::string("hpipe::") + op + ": y: shape " + shape_string(y.shape()) + " is too small for " +
+                std::to_string(bands) + " bands with " + detail::describe(p.dispersion));
+  Array<T, 4> x(cube);
+  if (method == ReconMethod::gap_tv) {
+    gap_impl<T>(y, mask, p, x.view(), progress, options);
+  } else {
+    admm_impl<T>(y, mask, p, x.view(), progress, options);
+  }
+  return x;
+}
+
+// ---- quality ----
+
+[[noreturn]] void quality_fail(const char *op, const std::string &name, const std::string &message) {
+  throw Error(std::string("hpipe::") + op + ": " + name + ": " + message);
+}
+
+template <class V>
+void check_same_shape(const char *op, const V &estimate, const V &truth) {
+  if (estimate.memory() != Memory::host) quality_fail(op, "estimate", "must be host memory, got CUDA memory");
+  if (truth.memory() != Memory::host) quality_fail(op, "truth", "must be host memory, got CUDA memory");
+  if (estimate.shape() != truth.shape())
+    quality_fail(op, "estimate", "expected the shape of truth " + shape_string(truth.shape()) + ", got " +
+                                     shape_string(estimate.shape()));
+}
+
+template <class T>
+double psnr_impl(View<const T, 2> a, View<const T, 2> t, double peak) {
+  check_same_shape("psnr", a, t);
+  if (!(peak > 0)) quality_fail("psnr", "peak", "expected a value > 0, got " + std::to_string(peak));
+  double sum = 0;
+  for (std::int64_t h = 0; h < a.shape(0); h++)
+    for (std::int64_t w = 0; w < a.shape(1); w++) {
+      const double e = double(a(h, w)) - double(t(h, w));
+      sum += e * e;
+    }
+  const double mse = sum / double(a.size());
+  return mse == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(peak * peak / mse);
+}
+
+// The 11-tap Gaussian of sigma 1.5, normalized to sum 1.
+std::array<double, 11> gaussian_window() {
+  std::array<double, 11> g{};
+  double total = 0;
+  for (int i = 0; i < 11; i++) total += g[i] = std::exp(-0.5 * (i - 5) * (i - 5) / (1.5 * 1.5));
+  for (double &v : g) v /= total;
+  return g;
+}
+
+template <class T>
+double ssim_impl(View<const T, 2> a, View<const T, 2> t, double data_range) {
+  check_same_shape("ssim", a, t);
+  if (!(data_range > 0))
+    quality_fail("ssim", "data_range", "expected a value > 0, got " + std::to_string(data_range));
+  const std::int64_t H = a.shape(0), W = a.shape(1);
+  if (H < 11 || W < 11)
+    quality_fail("ssim", "estimate", "expected an image of at least 11 x 11 (the window), got " + shape_string(a.shape()));
+  const auto g = gaussian_window();
+  const std::int64_t Wv = W - 10, Hv = H - 10;
+  // Rows filtered first: five moments per valid column, then columns.
+  std::vector<std::array<double, 5>> rows(static_cast<std::size_t>(H * Wv));
+  for (std::int64_t h = 0; h < H; h++)
+    for (std::int64_t w = 0; w < Wv; w++) {
+      std::array<double, 5> m{};
+      for (int i = 0; i < 11; i++) {
+        const double x = a(h, w + i), y = t(h, w + i);
+        m[0] += g[i] * x, m[1] += g[i] * y, m[2] += g[i] * x * x, m[3] += g[i] * y * y, m[4] += g[i] * x * y;
+      }
+      rows[h * Wv + w] = m;
+    }
+  const double c1 = (0.01 * data_range) * (0.01 * data_range), c2 = (0.03 * data_range) * (0.03 * data_range);
+  double total = 0;
+  for (std::int64_t h = 0; h < Hv; h++)
+    for (std::int64_t w = 0; w < Wv; w++) {
+      std::array<double, 5> m{};
+      for (int i = 0; i < 11; i++)
+        for (int j = 0; j < 5; j++) m[j] += g[i] * rows[(h + i) * Wv + w][j];
+      const double vx = m[2] - m[0] * m[0], vy = m[3] - m[1] * m[1], cxy = m[4] - m[0] * m[1];
+      total += ((2 * m[0] * m[1] + c1) * (2 * cxy + c2)) / ((m[0] * m[0] + m[1] * m[1] + c1) * (vx + vy + c2));
+    }
+  return total / double(Hv * Wv);
+}
+
+template <class T>
+BandQuality band_quality_impl(View<const T, 3> a, View<const T, 3> t) {
+  check_same_shape("band_quality", a, t);
+  BandQuality q;
+  for (std::int64_t c = 0; c < a.shape(0); c++) {
+    auto band = [c](const View<const T, 3> &v) {
+      return View<const T, 2>(v.data() + c * v.stride(0), {v.shape(1), v.shape(2)}, {v.stride(1), v.stride(2)});
+    };
+    q.psnr.push_back(psnr_impl<T>(band(a), band(t), 1.0));
+    q.ssim.push_back(ssim_impl<T>(band(a), band(t), 1.0));
+    q.mean_psnr += q.psnr.back() / double(a.shape(0));
+    q.mean_ssim += q.ssim.back() / double(a.shape(0));
+  }
+  return q;
+}
+
+}  // namespace
+
+ReconMethod parse_recon_method(const std::string &name) {
+  if (name == "gap-tv") return ReconMethod::gap_tv;
+  if (name == "admm-tv") return ReconMethod::admm_tv;
+  throw Error("hpipe::parse_recon_method: method: expected gap-tv or admm-tv, got '" + name + "'");
+}
+
+const char *to_string(ReconMethod method) { return method == ReconMethod::admm_tv ? "admm_tv" : "gap_tv"; }
+
+#define HPIPE_RECON_DEFINE(T)                                                                                      \
+  void tv_denoise(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &o) {                     \
+    tv_impl<T>(x, tv, out, o);                                                                                     \
+  }                                                                                                                \
+  Array<T, 4> tv_denoise(View<const T, 4> x, const TvParams &tv, const Options &o) {                              \
+    Array<T, 4> out(x.shape());                                                                                    \
+    tv_impl<T>(x, tv, out.view(), o);                                                                              \
+    return out;                                                                                                    \
+  }                                                                                                                \
+  void gap_tv(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,                        \
+              const IterationCallback &progress, const Options &o) {                                               \
+    gap_impl<T>(y, mask, p, x, progress, o);                                                                       \
+  }                                                                                                                \
+  void admm_tv(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,                       \
+               const IterationCallback &progress, const Options &o) {                                              \
+    admm_impl<T>(y, mask, p, x, progress, o);                                                                      \
+  }                                                                                                                \
+  Array<T, 4> reconstruct(ReconMethod method, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,        \
+                          const ReconParams &p, const IterationCallback &progress, const Options &o) {            \
+    return reconstruct_impl<T>(method, y, mask, bands, p, progress, o);                                            \
+  }                                                                                                                \
+  void gap_tv_step(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,              \
+                   View<const T, 2> phi, const ReconParams &p, View<T, 4> x_next, View<T, 3> y1_next,              \
+                   const Options &o) {                                                                             \
+    gap_step_impl<T>(x, y1, y, mask, phi, p, x_next, y1_next, o);                                                  \
+  }                                                                                                                \
+  void admm_tv_step(View<const T, 4> theta, View<const T, 4> b, View<const T, 3> y, const Mask<T> &mask,          \
+                    View<const T, 2> phi, const ReconParams &p, View<T, 4> theta_next, View<T, 4> b_next,          \
+                    const Options &o) {                                                                            \
+    admm_step_impl<T>(theta, b, y, mask, phi, p, theta_next, b_next, o);                                           \
+  }                                                                                                                \
+  double psnr(View<const T, 2> a, View<const T, 2> t, double peak) { return psnr_impl<T>(a, t, peak); }           \
+  double ssim(View<const T, 2> a, View<const T, 2> t, double range) { return ssim_impl<T>(a, t, range); }        \
+  BandQuality band_quality(View<const T, 3> a, View<const T, 3> t) { return band_quality_impl<T>(a, t); }
+
+HPIPE_RECON_DEFINE(float)
+HPIPE_RECON_DEFINE(double)
+#undef HPIPE_RECON_DEFINE
+
+}  // namespace hpipe

@@ -1,0 +1,50 @@
+// CPU-vector and CUDA schedules of the reconstruction family (algorithms: generators/recon.h).
+#pragma once
+
+#include "generators/recon.h"
+#include "schedules/knobs.h"
+
+namespace hpipe::sched {
+
+struct ReconCpuKnobs {
+  int vector_factor = 1;  // vector width in multiples of the target's natural width
+  int rows_per_task = 8;  // rows per parallel task of the measurement-sized stages (A x, residual)
+
+  template <class F>
+  void visit(F &&f) {
+    f("vector_factor", vector_factor, Candidates{1, 2, 4});
+    f("rows_per_task", rows_per_task, Candidates{4, 8, 16, 32});
+  }
+  bool valid() const { return vector_factor >= 1 && rows_per_task >= 1; }
+};
+
+struct ReconCudaKnobs {
+  int block_w = 32;  // threads of a block along width
+  int block_h = 8;   // ... along height
+
+  template <class F>
+  void visit(F &&f) {
+    f("block_w", block_w, Candidates{16, 32, 64, 128});
+    f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
+  }
+  bool valid() const { return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024; }
+};
+
+void schedule_cpu(alg::TvChambolle op, const Halide::Target &t, const ReconCpuKnobs &k);
+void schedule_cpu(alg::TvVectorialStep op, const Halide::Target &t, const ReconCpuKnobs &k);
+void schedule_cpu(alg::TvFinish op, const Halide::Target &t, const ReconCpuKnobs &k);
+void schedule_cpu(alg::GapTvIteration op, const Halide::Target &t, const ReconCpuKnobs &k);
+void schedule_cpu(alg::AdmmTvIteration op, const Halide::Target &t, const ReconCpuKnobs &k);
+
+void schedule_cuda(alg::TvChambolle op, const Halide::Target &t, const ReconCudaKnobs &k);
+void schedule_cuda(alg::TvVectorialStep op, const Halide::Target &t, const ReconCudaKnobs &k);
+void schedule_cuda(alg::TvFinish op, const Halide::Target &t, const ReconCudaKnobs &k);
+void schedule_cuda(alg::GapTvIteration op, const Halide::Target &t, const ReconCudaKnobs &k);
+void schedule_cuda(alg::AdmmTvIteration op, const Halide::Target &t, const ReconCudaKnobs &k);
+
+struct ReconKnobs {
+  using Cpu = ReconCpuKnobs;
+  using Cuda = ReconCudaKnobs;
+};
+
+}  // namespace hpipe::sched

@@ -1,0 +1,103 @@
+// CPU-vector schedules of the reconstruction family.
+//
+// One task per (band, batch) image: the image being denoised and both slots of the dual (5 planes,
+// 1.25 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
+// with rows vectorized along width. The cube-sized data step is computed into the task's image, so
+// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once.
+//
+// Timed on the 2-core Xeon @ 2.5 GHz (AVX-512, KVM, 1 MiB L2 per core), 2 threads, default knobs,
+// at (1, 28, 256, 256), S = 2, 5 TV iterations (hpipe_bench, median of 5), on a machine shared
+// with other builds (load 3 to 7, so wall times vary 2x): BM_gap_tv_step 23.6 ms, BM_admm_tv_step
+// 29.5 ms, BM_tv_denoise 14.8 ms at load 3 (BM_stream_copy 10.1 GB/s in the same run). CPU time
+// (both threads, getrusage) per call: GAP-TV step 26-33 ms, ADMM-TV 40 ms, TV 19-20 ms, of which
+// A x (the CASSI forward, whose band-shifted loads are gathers) is 8-9 ms. Compute-bound: the
+// TV step is one sqrt, one reciprocal and ~25 other vector operations per 16 pixels.
+#include "schedules/cassi.h"
+#include "schedules/common.h"
+#include "schedules/recon.h"
+
+namespace hpipe::sched {
+
+using namespace Halide;
+
+namespace {
+
+// The TV output out(w, h, c, b) (or a Tuple beside it): one parallel task per image, the dual
+// computed inside the task. Returns the task loop.
+Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const ReconCpuKnobs &k) {
+  const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
+  Var task("task");
+  out.fuse(arg(out, 2), arg(out, 3), task).parallel(task).vectorize(arg(out, 0), lanes, TailStrategy::GuardWithIf);
+  Func dual = tv.dual;
+  dual.compute_at(out, task).vectorize(arg(dual, 0), lanes, TailStrategy::GuardWithIf);
+  // Step k reads slot k % 2 and writes the other: vectors along a row never overlap what they read.
+  dual.update().allow_race_conditions().vectorize(tv.steps.x, lanes, TailStrategy::GuardWithIf);
+  return task;
+}
+
+// A measurement-sized stage f(w', h', b): parallel over rows, vectorized.
+void schedule_measurement(Func f, const Target &t, const ReconCpuKnobs &k) {
+  Var ho("ho"), hi("hi"), task("task");
+  f.compute_root()
+      .split(arg(f, 1), ho, hi, k.rows_per_task, TailStrategy::GuardWithIf)
+      .fuse(ho, arg(f, 2), task)
+      .parallel(task)
+      .vectorize(arg(f, 0), vector_lanes(t, value_type(f), k.vector_factor), TailStrategy::GuardWithIf);
+}
+
+void schedule_forward(alg::CassiForward forward, const Target &t, const ReconCpuKnobs &k) {
+  schedule_cpu(forward, t, CassiCpuKnobs{k.vector_factor, k.rows_per_task, 1});
+  forward.y.compute_root();
+}
+
+// The image the TV denoises, computed once per task (it is read by every Chambolle step).
+void compute_image_in_task(Func image, Func out, Var task, const Target &t, const ReconCpuKnobs &k) {
+  image.compute_at(out, task).vectorize(arg(image, 0), vector_lanes(t, value_type(image), k.vector_factor),
+                                        TailStrategy::GuardWithIf);
+}
+
+}  // namespace
+
+void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_tv(op, op.out, t, k);  // the image is the input itself: read in place
+}
+
+void schedule_cpu(alg::TvVectorialStep op, const Target &t, const ReconCpuKnobs &k) {
+  // Rows of every band per task; per row, u for rows h and h + 1 of all bands and the norm of the
+  // row stay in L1/L2.
+  const int lanes = vector_lanes(t, value_type(op.next), k.vector_factor);
+  Func next = op.next;
+  Var w = arg(next, 0), h = arg(next, 1), c = arg(next, 2), b = arg(next, 3), ho("ho"), hi("hi"), task("task");
+  next.reorder(w, c, h, b)
+      .split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf)
+      .fuse(ho, b, task)
+      .parallel(task)
+      .vectorize(w, lanes, TailStrategy::GuardWithIf);
+  op.primal.compute_at(next, hi).vectorize(arg(op.primal, 0), lanes, TailStrategy::GuardWithIf);
+  op.norm_sq.compute_at(next, hi).vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
+  op.norm_sq.update().vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
+}
+
+void schedule_cpu(alg::TvFinish op, const Target &t, const ReconCpuKnobs &k) {
+  Var task("task");
+  op.out.fuse(arg(op.out, 2), arg(op.out, 3), task)
+      .parallel(task)
+      .vectorize(arg(op.out, 0), vector_lanes(t, value_type(op.out), k.vector_factor), TailStrategy::GuardWithIf);
+}
+
+void schedule_cpu(alg::GapTvIteration op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_measurement(op.y1, t, k);
+  schedule_measurement(op.normalized, t, k);
+  Var task = schedule_tv(op.tv, op.tv.out, t, k);
+  compute_image_in_task(op.tv.image, op.tv.out, task, t, k);
+}
+
+void schedule_cpu(alg::AdmmTvIteration op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_measurement(op.normalized, t, k);
+  Var task = schedule_tv(op.tv, op.out, t, k);
+  compute_image_in_task(op.tv.image, op.out, task, t, k);
+}
+
+}  // namespace hpipe::sched

@@ -1,0 +1,82 @@
+// CUDA schedules of the reconstruction family: every stage is a grid over (w, h) with the other
+// dimensions in the third block dimension; each Chambolle step is one launch over the whole cube
+// (the step loop runs on the host), the dual and the denoised image live in device memory.
+// Not yet timed on a GPU (none was lent when they were written).
+#include "schedules/cassi.h"
+#include "schedules/common.h"
+#include "schedules/recon.h"
+
+namespace hpipe::sched {
+
+using namespace Halide;
+
+namespace {
+
+void schedule_tv(const alg::TvChambolle &tv, Func out, const ReconCudaKnobs &k) {
+  gpu_tile_image(out, k.block_w, k.block_h);
+  Func dual = tv.dual;
+  dual.compute_root();
+  gpu_tile_image(dual, k.block_w, k.block_h);
+  const RVar x = tv.steps.x, y = tv.steps.y, step = tv.steps.z;
+  Var c = arg(dual, 2), b = arg(dual, 3), cb("cb");
+  RVar xy("xy"), xyo("xyo"), xyi("xyi");
+  // Step k reads slot k % 2 and writes the other, so the pixels of one step are independent. The
+  // pixels of an image are one fused loop (Halide cannot prove the steps' RVars reorderable, so
+  // x and y keep their order); the step loop runs on the host, one launch per step.
+  dual.update()
+      .allow_race_conditions()
+      .fuse(x, y, xy)
+      .reorder(xy, c, b, step)
+      .fuse(c, b, cb)
+      .split(xy, xyo, xyi, k.block_w * k.block_h, TailStrategy::GuardWithIf)
+      .gpu_threads(xyi)
+      .gpu_blocks(xyo, cb);
+}
+
+void schedule_root(Func f, const ReconCudaKnobs &k) {
+  f.compute_root();
+  gpu_tile_image(f, k.block_w, k.block_h);
+}
+
+void schedule_forward(alg::CassiForward forward, const Target &t, const ReconCudaKnobs &k) {
+  schedule_cuda(forward, t, CassiCudaKnobs{k.block_w, k.block_h});
+  forward.y.compute_root();
+}
+
+}  // namespace
+
+void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k) {
+  schedule_tv(op, op.out, k);  // the image is the input itself
+}
+
+void schedule_cuda(alg::TvVectorialStep op, const Target &, const ReconCudaKnobs &k) {
+  // One thread per pixel, looping over the bands: the pixel's norm is summed once, in registers.
+  Func next = op.next;
+  Var w = arg(next, 0), h = arg(next, 1), c = arg(next, 2), b = arg(next, 3);
+  Var wo("wo"), ho("ho"), wi("wi"), hi("hi");
+  next.reorder(c, w, h, b)
+      .gpu_tile(w, h, wo, ho, wi, hi, k.block_w, k.block_h, TailStrategy::GuardWithIf)
+      .gpu_blocks(b);
+  op.norm_sq.compute_at(next, wi);  // both stages inside the thread
+}
+
+void schedule_cuda(alg::TvFinish op, const Target &, const ReconCudaKnobs &k) {
+  gpu_tile_image(op.out, k.block_w, k.block_h);
+}
+
+void schedule_cuda(alg::GapTvIteration op, const Target &t, const ReconCudaKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  gpu_tile_image(op.y1, k.block_w, k.block_h);
+  schedule_root(op.normalized, k);
+  schedule_root(op.tv.image, k);
+  schedule_tv(op.tv, op.tv.out, k);
+}
+
+void schedule_cuda(alg::AdmmTvIteration op, const Target &t, const ReconCudaKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_root(op.normalized, k);
+  schedule_root(op.tv.image, k);
+  schedule_tv(op.tv, op.out, k);
+}
+
+}  // namespace hpipe::sched
