@@ -4,5 +4,6 @@
 #include "hpipe/cassi.h"
 #include "hpipe/device.h"
 #include "hpipe/error.h"
+#include "hpipe/math.h"
 #include "hpipe/synth.h"
 #include "hpipe/view.h"
