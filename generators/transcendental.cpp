@@ -15,6 +15,10 @@ namespace {
 
 // The polynomials for one result type (tools/dev/fit_transcendental.py fits both sets).
 struct Coefficients {
+  // float64 results: strict_float (no reassociation or contraction, bit-identical on every
+  // target), an exact 1 + r and 2^k in two steps for the denormals. float32 results only need
+  // 2^-31 before their rounding: contraction into FMA is allowed and 2^k is one saturating step.
+  bool exact;
   std::vector<double> exp_tail, log_tail, erf_small;
   std::vector<std::vector<double>> erfcx;  // one polynomial in x - center per interval
   std::vector<double> erfc_breaks;         // interval ends; erf rounds to 1 from the last one
@@ -29,13 +33,15 @@ std::vector<double> list(const double (&c)[N]) {
 const Coefficients &coefficients_for(const Type &result) {
   namespace f32 = coefficients::f32;
   namespace f64 = coefficients::f64;
-  static const Coefficients single{list(f32::exp_tail),
+  static const Coefficients single{false,
+                                   list(f32::exp_tail),
                                    list(f32::log_tail),
                                    list(f32::erf_small),
                                    {list(f32::erfcx_0), list(f32::erfcx_1)},
                                    list(f32::erfc_breaks),
                                    list(f32::erfc_centers)};
-  static const Coefficients twice{list(f64::exp_tail),
+  static const Coefficients twice{true,
+                                  list(f64::exp_tail),
                                   list(f64::log_tail),
                                   list(f64::erf_small),
                                   {list(f64::erfcx_0), list(f64::erfcx_1), list(f64::erfcx_2), list(f64::erfcx_3),
@@ -75,9 +81,9 @@ Expr horner(const Expr &t, const std::vector<double> &c) {
   return acc;
 }
 
-// exp of a double; NaN propagates, overflow gives +inf, underflow rounds once into the
-// denormals. x = k ln2 + r, |r| <= ln2/2, r = r_hi + r_lo with r_hi exact; exp(r) = 1 + r + r^2 P(r)
-// with 1 + r_hi kept as an exact two-term sum, then 2^k applied in two exact-or-once steps.
+// exp of a double; NaN propagates, overflow gives +inf, underflow 0. x = k ln2 + r, |r| <= ln2/2,
+// r = r_hi + r_lo with r_hi exact; exp(r) = 1 + r + r^2 P(r). Exact set: 1 + r_hi is kept as an
+// exact two-term sum, and 2^k applied in two exact-or-once steps (denormal results round once).
 Expr exp_double(const Expr &x, const Coefficients &c) {
   Expr xc = clamp(x, Expr(-800.0), Expr(800.0));
   Expr kd = round(xc * Expr(kInvLn2));
@@ -85,12 +91,21 @@ Expr exp_double(const Expr &x, const Coefficients &c) {
   Expr r_lo = Expr(0.0) - kd * Expr(kLn2Lo);
   Expr r = r_hi + r_lo;
   Expr tail = r * r * horner(r, c.exp_tail);
-  Expr one_hi = Expr(1.0) + r_hi;
-  Expr one_lo = (Expr(1.0) - one_hi) + r_hi;
-  Expr core = one_hi + (one_lo + (r_lo + tail));
   Expr k = cast<int>(kd);
-  Expr k1 = k / 2;  // |k1|, |k - k1| <= 580: both factors are normal, the first product is exact
-  return select(is_nan_bits(x), x, core * pow2(k1) * pow2(k - k1));
+  Expr y;
+  if (c.exact) {
+    Expr one_hi = Expr(1.0) + r_hi;
+    Expr one_lo = (Expr(1.0) - one_hi) + r_hi;
+    Expr core = one_hi + (one_lo + (r_lo + tail));
+    Expr k1 = k / 2;  // |k1|, |k - k1| <= 580: both factors are normal, the first product is exact
+    y = core * pow2(k1) * pow2(k - k1);
+  } else {
+    // 2^k saturates to 0 below 2^-1022 (beyond float32's range). Above 2^1023 the result is
+    // +inf, chosen on the bits: LLVM may rewrite (1 + s) * inf as s * inf + inf, which is NaN.
+    Expr scale = from_bits(cast<std::int64_t>(clamp(k + 1023, 0, 2046)) << 52);
+    y = from_bits(select(k > 1023, Expr(kInfBits), bits_of((Expr(1.0) + (r + tail)) * scale)));
+  }
+  return select(is_nan_bits(x), x, y);
 }
 
 // log of a double, as fdlibm arranges it: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
@@ -105,7 +120,9 @@ Expr log_double(const Expr &x, const Coefficients &c) {
   m = select(high, m * Expr(0.5), m);
   Expr kd = cast<double>(select(high, k + 1, k));
   Expr f = m - Expr(1.0);
-  Expr s = f / (Expr(2.0) + f);
+  // s only scales the f^3-sized part of the result, so for float32 results a float32 quotient
+  // (2^-24) is ample and costs half as much as a double one.
+  Expr s = c.exact ? f / (Expr(2.0) + f) : cast<double>(cast<float>(f) / cast<float>(Expr(2.0) + f));
   Expr z = s * s;
   Expr r = z * horner(z, c.log_tail);
   Expr half_f2 = Expr(0.5) * f * f;
@@ -146,12 +163,15 @@ Expr erf_double(const Expr &x, const Coefficients &c) {
   return select(is_nan_bits(x), x, y);
 }
 
+Expr strict_if(const Coefficients &c, const Expr &e) { return c.exact ? strict_float(e) : e; }
+
 // Computes fn in double with the coefficients of x's type, rounds once to x's type.
 template <class Fn>
 Expr in_double(const Expr &x, Fn fn) {
   if (!x.type().is_float() || (x.type().bits() != 32 && x.type().bits() != 64))
     throw CompileError("hpipe transcendentals take float or double");
-  return strict_float(cast(x.type(), fn(cast<double>(x), coefficients_for(x.type()))));
+  const Coefficients &c = coefficients_for(x.type());
+  return strict_if(c, cast(x.type(), fn(cast<double>(x), c)));
 }
 
 }  // namespace
@@ -182,6 +202,8 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
   Var i("i"), c("c"), o("o");
   const Type t = value_type(x);
   const Coefficients &k = coefficients_for(t);
+  // The fold and the final log run once per chunk or output: they use the float64 set.
+  const Coefficients &once = coefficients_for(Float(64));
   LogSumExp op;
   op.chunk_rows = RDom(0, rows_per_chunk, "chunk_row");
   Expr row = c * rows_per_chunk + op.chunk_rows;
@@ -191,8 +213,11 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
   op.chunks = RDom(0, (rows + rows_per_chunk - 1) / rows_per_chunk, "chunk");
 
   op.chunk_max = Func("chunk_max");
-  op.chunk_max(i, c, o) = cast(t, Expr(-kInf));
-  op.chunk_max(i, c, o) = strict_float(max(op.chunk_max(i, c, o), x(i, row_in, o)));
+  // Starts (and the fold below) use the lowest finite value, not -inf: the float32 path runs
+  // with LLVM's no-infinities flags. A column of -inf then has a finite maximum and exp() = 0.
+  Expr lowest = t.bits() == 32 ? Expr(-std::numeric_limits<float>::max()) : Expr(-std::numeric_limits<double>::max());
+  op.chunk_max(i, c, o) = lowest;
+  op.chunk_max(i, c, o) = strict_if(k, max(op.chunk_max(i, c, o), x(i, row_in, o)));
   // As scipy: a non-finite maximum (all -inf, a +inf, NaN) shifts by 0 instead.
   auto shift = [&](const Expr &chunk) {
     Expr m = cast<double>(op.chunk_max(i, chunk, o));
@@ -200,21 +225,23 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
   };
   op.chunk_sum = Func("chunk_sum");
   op.chunk_sum(i, c, o) = Expr(0.0);
-  op.chunk_sum(i, c, o) += strict_float(exp_double(cast<double>(x(i, row_in, o)) - shift(c), k));
+  op.chunk_sum(i, c, o) += strict_if(k, exp_double(cast<double>(x(i, row_in, o)) - shift(c), k));
 
   // Fold chunk (shift_c, sum_c) into the running (shift, sum): both rescaled to the larger shift.
   // An infinite sum stays infinite (inf * exp(-huge) would be NaN).
-  auto rescale = [&](const Expr &sum, const Expr &by) { return select(is_inf_bits(sum), sum, sum * exp_double(by, k)); };
+  auto rescale = [&](const Expr &sum, const Expr &by) {
+    return select(is_inf_bits(sum), sum, sum * exp_double(by, once));
+  };
   op.running = Func("running");
-  op.running(i, o) = Tuple(Expr(-kInf), Expr(0.0));
+  op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0));
   Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1];
   Expr chunk_shift = shift(op.chunks), chunk_sum = op.chunk_sum(i, op.chunks, o);
   Expr new_shift = max(old_shift, chunk_shift);
-  op.running(i, o) = Tuple(new_shift, strict_float(rescale(old_sum, old_shift - new_shift) +
-                                                    rescale(chunk_sum, chunk_shift - new_shift)));
+  op.running(i, o) = Tuple(new_shift, strict_if(k, rescale(old_sum, old_shift - new_shift) +
+                                                       rescale(chunk_sum, chunk_shift - new_shift)));
 
   op.out = Func("out");
-  op.out(i, o) = strict_float(cast(t, op.running(i, o)[0] + log_double(op.running(i, o)[1], k)));
+  op.out(i, o) = strict_if(k, cast(t, op.running(i, o)[0] + log_double(op.running(i, o)[1], once)));
   return op;
 }
 

@@ -119,58 +119,52 @@ constexpr double erfc_centers[] = {1.25, 1.75, 2.375, 3.25, 4.875};
 }  // namespace f64
 
 namespace f32 {
-// exp_tail: degree 6 on [-0.346574, 0.346574], max weighted error 4.25e-12 (target 1.46e-11)
+// exp_tail: degree 5 on [-0.346574, 0.346574], max weighted error 2.2e-10 (target 4.66e-10)
 constexpr double exp_tail[] = {
-    0x1.0000000000000p-1,
-    0x1.5555556750672p-3,
-    0x1.5555555c85f99p-5,
-    0x1.1110c63a4eed0p-7,
-    0x1.6c1685919d367p-10,
-    0x1.a15169e096556p-13,
-    0x1.a1131351400c3p-16};
-// log_tail: degree 4 on [0, 0.0294373], max weighted error 1.07e-13 (target 1.46e-11)
+    0x1.0000000b8f62bp-1,
+    0x1.5555555a78232p-3,
+    0x1.5554e9114ecf9p-5,
+    0x1.1110e0f726534p-7,
+    0x1.6d431504c53d3p-10,
+    0x1.a124e3f154d32p-13};
+// log_tail: degree 3 on [0, 0.0294373], max weighted error 1.69e-11 (target 4.66e-10)
 constexpr double log_tail[] = {
-    0x1.5555555564e96p-1,
-    0x1.999998cafbf2ap-2,
-    0x1.249323e4d7fc7p-2,
-    0x1.c67ada017cf97p-3,
-    0x1.8c8c11e54d389p-3};
-// erf_small: degree 7 on [0, 1], max weighted error 3.65e-11 (target 5.82e-11)
+    0x1.5555554bb2b2cp-1,
+    0x1.9999eb5d84f14p-2,
+    0x1.245c438323e9ap-2,
+    0x1.ddced7078dd3ap-3};
+// erf_small: degree 6 on [0, 1], max weighted error 1.33e-9 (target 1.86e-9)
 constexpr double erf_small[] = {
-    0x1.06eba82022eadp-3,
-    -0x1.81274665754c3p-2,
-    0x1.ce2f08fec14fdp-4,
-    -0x1.b829c897922e5p-6,
-    0x1.562a60ddba6e6p-8,
-    -0x1.bccf664d7f763p-11,
-    0x1.d887505de3ba6p-14,
-    -0x1.445f47d33d87bp-17};
-// erfcx_0: degree 10 in x - 1.5 on [1.0, 2.0], max error in erf 1.52e-12 (target 7.28e-12)
+    0x1.06eba7f673903p-3,
+    -0x1.81273e7a02443p-2,
+    0x1.ce2d10ed44e09p-4,
+    -0x1.b7faba961c85ap-6,
+    0x1.541270c79ca2cp-8,
+    -0x1.a45087f1a200ap-11,
+    0x1.4a5690869d13fp-14};
+// erfcx_0: degree 9 in x - 1.5 on [1.0, 2.0], max error in erf 2.0e-11 (target 2.33e-10)
 constexpr double erfcx_0[] = {
-    0x1.494daffa2ad68p-2,
-    -0x1.4f198846f76c8p-3,
-    0x1.37ea271d58b6bp-4,
-    -0x1.0dc519d4bda1cp-5,
-    0x1.b6594103c897cp-7,
-    -0x1.51412a81ea54fp-8,
-    0x1.ee731de458dffp-10,
-    -0x1.5a61a5535d727p-11,
-    0x1.d388ad957963ap-13,
-    -0x1.45a3c7a822d07p-14,
-    0x1.984f101b15914p-16};
-// erfcx_1: degree 10 in x - 2.975 on [2.0, 3.95], max error in erf 1.41e-12 (target 7.28e-12)
+    0x1.494daffaf5d73p-2,
+    -0x1.4f198844c8283p-3,
+    0x1.37ea24a1ac425p-4,
+    -0x1.0dc51ba792667p-5,
+    0x1.b65bbd8d66a98p-7,
+    -0x1.514058333914bp-8,
+    0x1.ed941cb434b1bp-10,
+    -0x1.5a84b9910f2c8p-11,
+    0x1.f36a394c21764p-13,
+    -0x1.43b0949351664p-14};
+// erfcx_1: degree 8 in x - 2.975 on [2.0, 3.95], max error in erf 1.09e-10 (target 2.33e-10)
 constexpr double erfcx_1[] = {
     0x1.716610c98bb53p-3,
-    -0x1.c3fe448bf25abp-5,
-    0x1.09d470c619336p-6,
-    -0x1.2db67dfdc13c3p-8,
-    0x1.4b70db2f4819ep-10,
-    -0x1.6164a62b906f3p-12,
-    0x1.6e5234acb533ap-14,
-    -0x1.6e9203bbea2c8p-16,
-    0x1.698fabda7cf4ep-18,
-    -0x1.957c543623d59p-20,
-    0x1.7bf6ecc466142p-22};
+    -0x1.c3fe2d7f98d19p-5,
+    0x1.09d465f880d31p-6,
+    -0x1.2dc0a2a53f72fp-8,
+    0x1.4b7a5cfdd2f25p-10,
+    -0x1.5efc63c6daedfp-12,
+    0x1.6c10a7ffa49c3p-14,
+    -0x1.a4b28f23ce0edp-16,
+    0x1.9c48d60ad33a4p-18};
 constexpr double erfc_breaks[] = {1.0, 2.0, 3.95};
 constexpr double erfc_centers[] = {1.5, 2.975};
 }  // namespace f32
