@@ -21,7 +21,8 @@ struct Coefficients {
   bool exact;
   std::vector<double> exp_tail, log_tail, erf_small;
   std::vector<std::vector<double>> erfcx;  // one polynomial in x - center per interval
-  std::vector<double> erfc_breaks;         // interval ends; erf rounds to 1 from the last one
+  std::vector<double> erfc_breaks;         // interval ends: erf(x) = x + x E(x^2) below the
+                                           // first, 1 from the last (erf rounds to 1 there)
   std::vector<double> erfc_centers;
 };
 
@@ -130,7 +131,7 @@ Expr log_double(const Expr &x, const Coefficients &c) {
   return select(is_nan_bits(x) || x < Expr(0.0), Expr(kNaN), x == Expr(0.0), Expr(-kInf), is_inf_bits(x), x, y);
 }
 
-// erf of a double. |x| < 1: x + x E(x^2). Up to the last break: 1 - exp(-x^2) erfcx(x), with x^2
+// erf of a double. |x| < b0 = 1: x + x E(x^2). Up to the last break: 1 - exp(-x^2) erfcx(x), with x^2
 // as an exact head (x's top 26 bits squared) plus a tail, and erfcx a polynomial per interval.
 // Beyond: 1. The sign is copied from x (erf(-0) = -0).
 Expr erf_double(const Expr &x, const Coefficients &c) {
@@ -158,7 +159,7 @@ Expr erf_double(const Expr &x, const Coefficients &c) {
   for (std::size_t j = degree - 1; j-- > 0;) erfcx = erfcx * u + coefficient(j);
   Expr large = Expr(1.0) - gauss * erfcx;
 
-  Expr magnitude = select(a < Expr(1.0), small, a < Expr(breaks.back()), large, Expr(1.0));
+  Expr magnitude = select(a < Expr(breaks.front()), small, a < Expr(breaks.back()), large, Expr(1.0));
   Expr y = from_bits(bits_of(magnitude) | (bits_of(x) & Expr(kSignBit)));
   return select(is_nan_bits(x), x, y);
 }

@@ -181,6 +181,23 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     }
     return;
   }
+  if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
+    // Reducing along rows (the last axis): the kernel vectorizes across its inner dimension, so
+    // give it the transpose, (n, outer), made in cache-sized blocks. One extra pass over x.
+    const std::int64_t n = x.shape(axis), rows = xo.extent;
+    Array<T, 2> t({n, rows});
+    constexpr std::int64_t kBlock = 64;
+    for (std::int64_t r0 = 0; r0 < rows; r0 += kBlock)
+      for (std::int64_t c0 = 0; c0 < n; c0 += kBlock)
+        for (std::int64_t r = r0; r < std::min(rows, r0 + kBlock); r++)
+          for (std::int64_t c = c0; c < std::min(n, c0 + kBlock); c++)
+            t.data()[c * rows + r] = x.data()[r * xo.stride + c * x.stride(axis)];
+    Call call(op, options);
+    auto xa = call.input("x", View<const T, 3>(t.data(), {1, n, rows}));
+    auto oa = call.output("out", View<T, 2>(out.data(), {1, rows}, {0, oo.stride}, out.memory()));
+    call.run(MathKernels<T>::logsumexp, xa, oa);
+    return;
+  }
   Call call(op, options);
   const View<const T, 3> x3(x.data(), {xo.extent, x.shape(axis), xi.extent}, {xo.stride, x.stride(axis), xi.stride},
                             x.memory());

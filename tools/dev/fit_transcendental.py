@@ -105,6 +105,8 @@ PRECISIONS = {
     "f64": (mp.mpf(2) ** -57, mp.mpf(6)),
     "f32": (mp.mpf(2) ** -31, mp.mpf("3.95")),
 }
+# erf(x) = x + x E(x^2) below the first break, 1 - exp(-x^2) erfcx(x) from there. (Moving the
+# float64 break down to 0.75 was tried: the erfcx form is worse there, 1.49 ULP against 1.36.)
 ERFC_BREAKS = {"f64": [1, 1.5, 2, 2.75, 3.75, 6], "f32": [1, 2, 3.95]}
 
 

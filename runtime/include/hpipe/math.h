@@ -2,18 +2,25 @@
 // in float32 and float64, on the CPU (AVX-512 / AVX2 / SSE4.1) and CUDA.
 //
 // Accuracy, as the largest error against the exact value in units of the result's last place
-// (ULP), measured by tests/test_math.cpp (float32: every bit pattern of the range in the
-// exhaustive test; float64: 10^6 random points over the range plus special regions, against a
-// long-double reference). The CPU kernels round identically on every x86 target (FMA or not):
+// (ULP). float32: every one of the 2^32 inputs (HPIPE_EXHAUSTIVE=1 ./hpipe_tests, against double);
+// float64: 2.2-2.6 million random points per function over the range and its special regions
+// (the reduction intervals, denormals, the polynomial breaks), against long double. Measured on
+// the AVX-512 code. tests/test_math.cpp also runs the AVX2 and SSE4.1 code on a subset (every
+// 9973rd float32 pattern, 200 000 float64 points): the same maxima as the AVX-512 code there.
 //
-//   function  type     max ULP  at                    valid range (outside it: the limits below)
-//   exp       float32  0.50     -1.24514532           all x; overflow for x > 88.72284 -> +inf,
-//                                                     denormal results for x < -87.33655
-//             float64  0.51     -0.3465735…           all x; overflow for x > 709.782712893384
-//   log       float32  0.50     …                     x >= 0 (denormals included)
-//             float64  0.52     …                     x >= 0 (denormals included)
-//   erf       float32  0.50     …                     all x
-//             float64  0.81     …                     all x
+//   function  type     max ULP  at x =                 valid range
+//   exp       float32  0.503    0.346581876            all x; +inf above 88.7228394, denormal
+//                                                      results below -87.3365479, 0 below -103.972
+//             float64  0.768    -708.783534463853      all x; +inf above 709.782712893384,
+//                                                      denormal below -708.396, 0 below -745.133
+//   log       float32  0.576    1.4129945              x >= 0, denormals included
+//             float64  0.820    1.41329209071317       x >= 0, denormals included
+//   erf       float32  0.519    0.225274161            all x (+-1 from |x| >= 3.95)
+//             float64  1.355    0.961332264363358      all x (+-1 from |x| >= 6)
+//
+// The float64 functions are computed under strict_float and give the same bits on every CPU
+// target. CUDA kernels use the same algorithms; their accuracy has not been measured on a GPU
+// (none was available), and the CUDA backend contracts into FMA, so results may differ slightly.
 //
 // Special values as C's <cmath>: exp(+inf) = +inf, exp(-inf) = 0, overflow -> +inf, underflow ->
 // 0 (gradually, through the denormals); log(0) = -inf, log(x < 0) = NaN, log(+inf) = +inf;
@@ -26,9 +33,11 @@
 // logsumexp(x, axis) = log(sum(exp(x), axis)), computed like scipy.special.logsumexp(x, axis):
 // shifted by the maximum; a row of all -inf gives -inf, any +inf entry gives +inf, NaN propagates.
 // It reads x once (chunks of rows are folded into a running (max, sum) per output element) and
-// accumulates in double, so the float32 result is within 1 ULP of the exact value; the float64
-// result within (n + 4) * 2^-53 * (1 + |result|) for a reduction of n elements. The output has
-// x's shape without `axis` (scipy's keepdims=False); negative axes count from the end.
+// accumulates in double. float32 result: within 1 ULP plus 2^-30 absolute of the exact value
+// (each exp term is good to 2^-31, which shows only where the result nearly cancels to 0);
+// float64: within (n + 4) 2^-53 (1 + |result|) for a reduction of n elements. The output has x's
+// shape without `axis` (scipy's keepdims=False); negative axes count from the end. Reducing the
+// last (contiguous) axis goes through a transposed temporary copy of x (one extra pass).
 #pragma once
 
 #include <cstdint>
