@@ -73,8 +73,14 @@ Expr is_nan_bits(const Expr &d) { return magnitude_bits(d) > Expr(kInfBits); }
 Expr is_inf_bits(const Expr &d) { return magnitude_bits(d) == Expr(kInfBits); }
 Expr is_finite_bits(const Expr &d) { return magnitude_bits(d) < Expr(kInfBits); }
 
-// 2^k for -1022 <= k <= 1023.
-Expr pow2(const Expr &k) { return from_bits(cast<std::int64_t>(k + 1023) << 52); }
+// 2^k for -1022 <= k <= 1023 (k of type int64).
+Expr pow2(const Expr &k) { return from_bits((k + Expr(std::int64_t(1023))) << 52); }
+
+// Adding 1.5 * 2^52 rounds a double t (|t| < 2^51) to an integer, to nearest even, leaving it in
+// the low bits of the sum. Cheaper than round() and its conversion to an integer (on AVX-512 both
+// are split into halves); under strict_float, so no target folds (t + M) - M back to t.
+constexpr double kRoundShift = 0x1.8p52;
+constexpr std::int64_t kRoundShiftBits = 0x4338000000000000;
 
 Expr horner(const Expr &t, const std::vector<double> &c) {
   Expr acc = Expr(c.back());
@@ -87,12 +93,13 @@ Expr horner(const Expr &t, const std::vector<double> &c) {
 // exact two-term sum, and 2^k applied in two exact-or-once steps (denormal results round once).
 Expr exp_double(const Expr &x, const Coefficients &c) {
   Expr xc = clamp(x, Expr(-800.0), Expr(800.0));
-  Expr kd = round(xc * Expr(kInvLn2));
+  Expr shifted = strict_float(xc * Expr(kInvLn2) + Expr(kRoundShift));
+  Expr kd = strict_float(shifted - Expr(kRoundShift));  // round(x / ln2)
+  Expr k = bits_of(shifted) - Expr(kRoundShiftBits);    // the same, as an int64
   Expr r_hi = xc - kd * Expr(kLn2Hi);
   Expr r_lo = Expr(0.0) - kd * Expr(kLn2Lo);
   Expr r = r_hi + r_lo;
   Expr tail = r * r * horner(r, c.exp_tail);
-  Expr k = cast<int>(kd);
   Expr y;
   if (c.exact) {
     Expr one_hi = Expr(1.0) + r_hi;
@@ -103,8 +110,8 @@ Expr exp_double(const Expr &x, const Coefficients &c) {
   } else {
     // 2^k saturates to 0 below 2^-1022 (beyond float32's range). Above 2^1023 the result is
     // +inf, chosen on the bits: LLVM may rewrite (1 + s) * inf as s * inf + inf, which is NaN.
-    Expr scale = from_bits(cast<std::int64_t>(clamp(k + 1023, 0, 2046)) << 52);
-    y = from_bits(select(k > 1023, Expr(kInfBits), bits_of((Expr(1.0) + (r + tail)) * scale)));
+    Expr scale = from_bits(clamp(k + Expr(std::int64_t(1023)), Expr(std::int64_t(0)), Expr(std::int64_t(2046))) << 52);
+    y = from_bits(select(k > Expr(std::int64_t(1023)), Expr(kInfBits), bits_of((Expr(1.0) + (r + tail)) * scale)));
   }
   return select(is_nan_bits(x), x, y);
 }
