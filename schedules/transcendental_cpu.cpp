@@ -2,6 +2,8 @@
 //
 // Measured on a 2-core Xeon (Cascade Lake, AVX-512, KVM), 2 threads, default knobs, 10^8 elements:
 // see README "Performance" (numbers from `make bench`).
+#include <algorithm>
+
 #include "schedules/common.h"
 #include "schedules/transcendental.h"
 
@@ -9,12 +11,15 @@ namespace hpipe::sched {
 
 using namespace Halide;
 
-// Elementwise: tasks of `elements_per_task` consecutive elements, each walked in vectors.
+// Elementwise: vectors, grouped into tasks of about `elements_per_task` elements. (Splitting into
+// tasks first and guarding there made the last task run all its vectors, masked, past the end.)
 void schedule_cpu(alg::Elementwise op, const Target &t, const TranscendentalCpuKnobs &k) {
-  Var i = arg(op.y, 0), task("task"), ii("ii");
-  op.y.split(i, task, ii, k.elements_per_task, TailStrategy::GuardWithIf)
+  const int lanes = vector_lanes(t, value_type(op.y), k.vector_factor);
+  Var i = arg(op.y, 0), v("v"), lane("lane"), task("task");
+  op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf)
+      .split(v, task, v, std::max(1, k.elements_per_task / lanes), TailStrategy::GuardWithIf)
       .parallel(task)
-      .vectorize(ii, vector_lanes(t, value_type(op.y), k.vector_factor), TailStrategy::GuardWithIf);
+      .vectorize(lane);
 }
 
 // logsumexp: a task is `columns_per_task` columns (i) of one outer slice (o). For each chunk of
