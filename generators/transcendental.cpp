@@ -26,8 +26,8 @@ struct Coefficients {
   std::vector<double> erfc_centers;
 };
 
-template <std::size_t N>
-std::vector<double> list(const double (&c)[N]) {
+template <class T, std::size_t N>
+std::vector<double> list(const T (&c)[N]) {
   return std::vector<double>(c, c + N);
 }
 
@@ -73,46 +73,67 @@ Expr is_nan_bits(const Expr &d) { return magnitude_bits(d) > Expr(kInfBits); }
 Expr is_inf_bits(const Expr &d) { return magnitude_bits(d) == Expr(kInfBits); }
 Expr is_finite_bits(const Expr &d) { return magnitude_bits(d) < Expr(kInfBits); }
 
-// 2^k for -1022 <= k <= 1023 (k of type int64).
-Expr pow2(const Expr &k) { return from_bits((k + Expr(std::int64_t(1023))) << 52); }
-
-// Adding 1.5 * 2^52 rounds a double t (|t| < 2^51) to an integer, to nearest even, leaving it in
-// the low bits of the sum. Cheaper than round() and its conversion to an integer (on AVX-512 both
-// are split into halves); under strict_float, so no target folds (t + M) - M back to t.
-constexpr double kRoundShift = 0x1.8p52;
-constexpr std::int64_t kRoundShiftBits = 0x4338000000000000;
-
 Expr horner(const Expr &t, const std::vector<double> &c) {
   Expr acc = Expr(c.back());
   for (std::size_t j = c.size() - 1; j-- > 0;) acc = acc * t + Expr(c[j]);
   return acc;
 }
 
-// exp of a double; NaN propagates, overflow gives +inf, underflow 0. x = k ln2 + r, |r| <= ln2/2,
-// r = r_hi + r_lo with r_hi exact; exp(r) = 1 + r + r^2 P(r). Exact set: 1 + r_hi is kept as an
-// exact two-term sum, and 2^k applied in two exact-or-once steps (denormal results round once).
-Expr exp_double(const Expr &x, const Coefficients &c) {
-  Expr xc = clamp(x, Expr(-800.0), Expr(800.0));
-  Expr shifted = strict_float(xc * Expr(kInvLn2) + Expr(kRoundShift));
-  Expr kd = strict_float(shifted - Expr(kRoundShift));  // round(x / ln2)
-  Expr k = bits_of(shifted) - Expr(kRoundShiftBits);    // the same, as an int64
-  Expr r_hi = xc - kd * Expr(kLn2Hi);
-  Expr r_lo = Expr(0.0) - kd * Expr(kLn2Lo);
+// A binary floating-point format, for the exp that runs in either: float64 results in double,
+// float32 elementwise results in float (16 lanes per AVX-512 vector instead of 8).
+struct Format {
+  Type t, i;                  // the float type and the integer type of its bits
+  int mantissa;               // 52 or 23
+  std::int64_t bias;          // 1023 or 127
+  double limit;               // |x| clamped to this: beyond it exp() is 0 or inf whatever k
+  double ln2_hi, ln2_lo;      // ln 2 = ln2_hi + ln2_lo; k * ln2_hi is exact for every k used
+  std::int64_t inf_bits;      // bits of +inf
+  Expr c(double v) const { return cast(t, Expr(v)); }
+  Expr n(std::int64_t v) const { return cast(i, Expr(v)); }
+  Expr bits(const Expr &v) const { return reinterpret(i, v); }
+  Expr value(const Expr &b) const { return reinterpret(t, b); }
+  Expr pow2(const Expr &k) const { return value((k + n(bias)) << mantissa); }  // normal 2^k
+  Expr is_nan(const Expr &v) const { return (bits(v) & n((std::int64_t(1) << (i.bits() - 1)) - 1)) > n(inf_bits); }
+};
+const Format kDouble{Float(64), Int(64), 52, 1023, 800.0, kLn2Hi, kLn2Lo, kInfBits};
+// ln 2 to 15 bits (k * ln2_hi is exact for |k| < 2^9; |k| <= 159 here) and the rest in float.
+const Format kSingle{Float(32), Int(32), 23, 127, 110.0, 0x1.62e4p-1, 0x1.7f7d1cp-20, 0x7f800000};
+
+// exp in format f, under strict_float; NaN propagates, overflow gives +inf, underflow 0.
+// x = k ln2 + r, |r| <= ln2/2, r = r_hi + r_lo with r_hi exact; exp(r) = 1 + r + r^2 P(r) with
+// 1 + r_hi kept as an exact two-term sum, and 2^k applied in two exact-or-once steps (denormal
+// results round once).
+Expr exp_exact(const Expr &x, const Format &f, const std::vector<double> &p) {
+  Expr xc = clamp(x, f.c(-f.limit), f.c(f.limit));
+  Expr kd = round(xc * f.c(kInvLn2));
+  Expr k = cast(f.i, kd);
+  Expr r_hi = xc - kd * f.c(f.ln2_hi);
+  Expr r_lo = f.c(0.0) - kd * f.c(f.ln2_lo);
   Expr r = r_hi + r_lo;
+  Expr poly = f.c(p.back());
+  for (std::size_t j = p.size() - 1; j-- > 0;) poly = poly * r + f.c(p[j]);
+  Expr tail = r * r * poly;
+  Expr one_hi = f.c(1.0) + r_hi;
+  Expr one_lo = (f.c(1.0) - one_hi) + r_hi;
+  Expr core = one_hi + (one_lo + (r_lo + tail));
+  Expr k1 = k / 2;  // both factors are normal, the first product is exact
+  Expr y = core * f.pow2(k1) * f.pow2(k - k1);
+  return select(f.is_nan(x), x, y);
+}
+
+// exp of a double with the coefficients of a result type: float64 as exp_exact; for float32
+// results (2^-31 is enough, FMA contraction allowed) one saturating step for 2^k.
+Expr exp_double(const Expr &x, const Coefficients &c) {
+  if (c.exact) return exp_exact(x, kDouble, c.exp_tail);
+  Expr xc = clamp(x, Expr(-800.0), Expr(800.0));
+  Expr kd = round(xc * Expr(kInvLn2));
+  Expr k = cast<std::int64_t>(kd);
+  Expr r = (xc - kd * Expr(kLn2Hi)) - kd * Expr(kLn2Lo);
   Expr tail = r * r * horner(r, c.exp_tail);
-  Expr y;
-  if (c.exact) {
-    Expr one_hi = Expr(1.0) + r_hi;
-    Expr one_lo = (Expr(1.0) - one_hi) + r_hi;
-    Expr core = one_hi + (one_lo + (r_lo + tail));
-    Expr k1 = k / 2;  // |k1|, |k - k1| <= 580: both factors are normal, the first product is exact
-    y = core * pow2(k1) * pow2(k - k1);
-  } else {
-    // 2^k saturates to 0 below 2^-1022 (beyond float32's range). Above 2^1023 the result is
-    // +inf, chosen on the bits: LLVM may rewrite (1 + s) * inf as s * inf + inf, which is NaN.
-    Expr scale = from_bits(clamp(k + Expr(std::int64_t(1023)), Expr(std::int64_t(0)), Expr(std::int64_t(2046))) << 52);
-    y = from_bits(select(k > Expr(std::int64_t(1023)), Expr(kInfBits), bits_of((Expr(1.0) + (r + tail)) * scale)));
-  }
+  // 2^k saturates to 0 below 2^-1022 (beyond float32's range). Above 2^1023 the result is
+  // +inf, chosen on the bits: LLVM may rewrite (1 + s) * inf as s * inf + inf, which is NaN.
+  Expr scale = from_bits(clamp(k + Expr(std::int64_t(1023)), Expr(std::int64_t(0)), Expr(std::int64_t(2046))) << 52);
+  Expr y = from_bits(select(k > Expr(std::int64_t(1023)), Expr(kInfBits), bits_of((Expr(1.0) + (r + tail)) * scale)));
   return select(is_nan_bits(x), x, y);
 }
 
@@ -184,7 +205,11 @@ Expr in_double(const Expr &x, Fn fn) {
 
 }  // namespace
 
-Expr accurate_exp(const Expr &x) { return in_double(x, exp_double); }
+Expr accurate_exp(const Expr &x) {
+  if (x.type() == Float(32))
+    return strict_float(exp_exact(x, kSingle, list(coefficients::f32_arithmetic::exp_tail)));
+  return in_double(x, exp_double);
+}
 Expr accurate_log(const Expr &x) { return in_double(x, log_double); }
 Expr accurate_erf(const Expr &x) { return in_double(x, erf_double); }
 

@@ -17,6 +17,7 @@ What is fitted (see generators/transcendental.cpp for how each is used):
   erf:   E(z) = erf(sqrt z) / sqrt z - 1             on 0 <= z <= 1           erf(x) = x + x E(x^2)
   erfcx: C_i(u) = exp(x^2) erfc(x), u = x - c_i      on intervals of [1, x_max]
 """
+import struct
 import sys
 
 import mpmath as mp
@@ -42,6 +43,10 @@ def to_double(c):
     return float(c)
 
 
+def to_single(c):
+    return struct.unpack("f", struct.pack("f", float(c)))[0]
+
+
 def horner(coeffs, u):
     acc = mp.mpf(0)
     for c in reversed(coeffs):
@@ -58,11 +63,11 @@ def check(fn, coeffs, a, b, center, weight, points=600):
     return worst
 
 
-def fit(name, fn, a, b, target, weight, center=None, max_deg=30):
+def fit(name, fn, a, b, target, weight, center=None, max_deg=30, rounding=to_double):
     a, b = mp.mpf(a), mp.mpf(b)
     center = (a + b) / 2 if center is None else mp.mpf(center)
     for deg in range(1, max_deg + 1):
-        coeffs = [to_double(c) for c in cheb_fit(fn, a, b, deg, center)]
+        coeffs = [rounding(c) for c in cheb_fit(fn, a, b, deg, center)]
         err = check(fn, coeffs, a, b, center, weight)
         if err <= target:
             return deg, coeffs, err
@@ -140,13 +145,23 @@ def main():
         out.write(f"constexpr double erfc_breaks[] = {{{', '.join(repr(float(b)) for b in breaks)}}};\n")
         out.write(f"constexpr double erfc_centers[] = {{{', '.join(repr(float(c)) for c in centers)}}};\n")
         out.write(f"}}  // namespace {prec}\n")
+    # float32 exp computed in float32 arithmetic: its P, with coefficients rounded to float.
+    target = mp.mpf(2) ** -28
+    deg, coeffs, err = fit("exp_tail", exp_tail, -LN2 / 2, LN2 / 2, target, lambda r: r * r / mp.exp(r), 0,
+                           rounding=to_single)
+    out.write("\nnamespace f32_arithmetic {\n")
+    write(out, "exp_tail", coeffs, f"degree {deg} on [{mp.nstr(-LN2 / 2, 6)}, {mp.nstr(LN2 / 2, 6)}], "
+                                   f"float coefficients, max weighted error {mp.nstr(err, 3)} "
+                                   f"(target {mp.nstr(target, 3)})", ctype="float")
+    out.write("}  // namespace f32_arithmetic\n")
     out.write("\n}  // namespace hpipe::alg::coefficients\n")
 
 
-def write(out, name, coeffs, note):
+def write(out, name, coeffs, note, ctype="double"):
     out.write(f"// {name}: {note}\n")
-    body = ",\n    ".join(float(c).hex() for c in coeffs)
-    out.write(f"constexpr double {name}[] = {{\n    {body}}};\n")
+    suffix = "f" if ctype == "float" else ""
+    body = ",\n    ".join(float(c).hex() + suffix for c in coeffs)
+    out.write(f"constexpr {ctype} {name}[] = {{\n    {body}}};\n")
 
 
 if __name__ == "__main__":
