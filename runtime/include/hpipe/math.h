@@ -9,7 +9,7 @@
 // 9973rd float32 pattern, 200 000 float64 points): the same maxima as the AVX-512 code there.
 //
 //   function  type     max ULP  at x =                 valid range
-//   exp       float32  0.503    0.346581876            all x; +inf above 88.7228394, denormal
+//   exp       float32  0.764    -87.7155304 (denormal) all x; +inf above 88.7228394, denormal
 //                                                      results below -87.3365479, 0 below -103.972
 //             float64  0.768    -708.783534463853      all x; +inf above 709.782712893384,
 //                                                      denormal below -708.396, 0 below -745.133
@@ -18,8 +18,8 @@
 //   erf       float32  0.519    0.225274161            all x (+-1 from |x| >= 3.95)
 //             float64  1.355    0.961332264363358      all x (+-1 from |x| >= 6)
 //
-// The float64 functions are computed under strict_float and give the same bits on every CPU
-// target. CUDA kernels use the same algorithms; their accuracy has not been measured on a GPU
+// float64 functions and float32 exp are computed under strict_float and give the same bits on
+// every CPU target (float32 log and erf: double with FMA where the target has it, then rounded). CUDA kernels use the same algorithms; their accuracy has not been measured on a GPU
 // (none was available), and the CUDA backend contracts into FMA, so results may differ slightly.
 //
 // Special values as C's <cmath>: exp(+inf) = +inf, exp(-inf) = 0, overflow -> +inf, underflow ->
