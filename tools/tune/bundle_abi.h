@@ -16,6 +16,8 @@ struct BundleArg {
   int strides[kMaxDims];
   const float *values;  // null in the timing case: the driver fills random values
   int scalar;
+  int is_float;  // a float32 scalar, `real`
+  float real;
 };
 
 struct BundleCase {
@@ -24,7 +26,9 @@ struct BundleCase {
   int arg_count;
   int out_dims;
   int out_extents[kMaxDims];
-  const double *expected;  // the reference output; null in the timing case (coverage is checked)
+  int out_count;           // > 1: a Tuple output, that many buffers of out_extents
+  const double *expected;  // the reference output (the Tuple elements one after another); null in
+                           // the timing case (coverage is checked)
 };
 
 struct BundleOp {

@@ -17,13 +17,15 @@ namespace hpipe::tune {
 
 // One input of a case, bound by name to the variant's JIT parameter (or, in the CUDA bundle, to its
 // AOT argument). Buffers are float32, Halide order (innermost first); `strides` may hold 0 (a
-// broadcast dimension) and `values` is the storage they address. Scalars are int32.
+// broadcast dimension) and `values` is the storage they address. Scalars are int32 or float32.
 struct Arg {
   std::string name;
   bool is_buffer = true;
   std::vector<int> extents, strides;
   std::vector<double> values;
-  int scalar = 0;  // when !is_buffer: an int32 scalar
+  int scalar = 0;         // when !is_buffer && !is_float: an int32 scalar
+  bool is_float = false;  // when !is_buffer: a float32 scalar, `real`
+  float real = 0;
 };
 
 // One problem on random data: the inputs, the output's extents and the reference output computed
@@ -33,7 +35,8 @@ struct Case {
   std::vector<Arg> inputs;
   std::string output_name;
   std::vector<int> output_extents;
-  std::vector<double> expected;
+  int output_count = 1;  // > 1: a Tuple output, each element of output_extents
+  std::vector<double> expected;  // the elements one after another
 };
 
 // |actual - expected| <= abs + rel * |expected|, per element.
@@ -72,9 +75,10 @@ KnobSpace knob_space() {
 // The JIT pipeline of one variant: its output and the parameters a case binds by name.
 struct Built {
   Halide::Target target;  // what the variant is compiled for (algorithms may depend on it)
-  Halide::Func output;
+  Halide::Func output;  // one float32 value, or a Tuple of them (Case::output_count)
   std::vector<Halide::ImageParam> buffers;
   std::vector<Halide::Param<int>> scalars;
+  std::vector<Halide::Param<float>> reals;
 };
 
 enum class Size { small, workload };

@@ -113,19 +113,26 @@ struct Variant {
   std::string scheduler = "knobs", knobs;
 };
 
-// A case's data as Halide buffers (inputs keep their strides), and the output to fill.
+// A case's data as Halide buffers (inputs keep their strides), and the outputs to fill (one per
+// Tuple element).
 struct Prepared {
   const Case *c = nullptr;
   std::vector<std::vector<float>> storage;
   std::map<std::string, Halide::Buffer<float>> buffers;
   std::map<std::string, int> ints;
-  Halide::Buffer<float> output;
+  std::map<std::string, float> reals;
+  std::vector<Halide::Buffer<void>> outputs;
 
-  explicit Prepared(const Case &k) : c(&k), output(k.output_extents) {
+  explicit Prepared(const Case &k) : c(&k) {
+    for (int i = 0; i < k.output_count; i++) outputs.push_back(Halide::Buffer<float>(k.output_extents));
     storage.reserve(k.inputs.size());
     for (const Arg &a : k.inputs) {
       if (!a.is_buffer) {
-        ints[a.name] = a.scalar;
+        if (a.is_float) {
+          reals[a.name] = a.real;
+        } else {
+          ints[a.name] = a.scalar;
+        }
         continue;
       }
       storage.emplace_back(a.values.begin(), a.values.end());
@@ -276,11 +283,13 @@ class CpuTuner {
   void bind(const Built &b, const Prepared &p) const {
     for (auto param : b.buffers) param.set(p.buffers.at(param.name()));
     for (auto param : b.scalars) param.set(p.ints.at(param.name()));
+    for (auto param : b.reals) param.set(p.reals.at(param.name()));
   }
 
   void realize(const Built &b, Prepared &p) const {
     Halide::Func f = b.output;
-    f.realize(p.output, target_);
+    Halide::Realization outputs(p.outputs);
+    f.realize(outputs, target_);
   }
 
   Measured measure(const Compiled &c) {
@@ -290,7 +299,7 @@ class CpuTuner {
       for (std::size_t i = prepared_.size(); i-- > 0;) {
         Prepared &p = prepared_[i];
         bind(c.built, p);
-        p.output.fill(std::numeric_limits<float>::quiet_NaN());
+        for (Halide::Buffer<float> out : p.outputs) out.fill(std::numeric_limits<float>::quiet_NaN());
         realize(c.built, p);
         check(p, m);
         if (m.status != "ok") return m;
@@ -309,7 +318,8 @@ class CpuTuner {
 
   void check(const Prepared &p, Measured &m) const {
     const Case &k = *p.c;
-    const float *got = p.output.data();
+    std::vector<float> got;  // the Tuple elements one after another, as `expected`
+    for (Halide::Buffer<float> out : p.outputs) got.insert(got.end(), out.begin(), out.end());
     std::size_t bad = 0, worst = 0;
     double worst_ratio = 0;
     const double inf = std::numeric_limits<double>::infinity();
@@ -444,7 +454,12 @@ Built build_variant(const TunableOp &op, const Halide::Target &target, const std
     const std::vector<Halide::Var> args = built.output.args();
     Halide::Expr first = Halide::Internal::const_true();
     for (const auto &a : args) first = first && a == 0;
-    bad(args) = Halide::select(first, built.output(args) * 1.001f + 0.001f, built.output(args));
+    std::vector<Halide::Expr> values;
+    for (int i = 0; i < built.output.outputs(); i++) {
+      Halide::Expr v = built.output.outputs() == 1 ? Halide::Expr(built.output(args)) : built.output(args)[i];
+      values.push_back(Halide::select(first, v * 1.001f + 0.001f, v));
+    }
+    bad(args) = Halide::Tuple(values);
     if (target.has_gpu_feature()) {
       Halide::Var x = args[0], bx("bx"), tx("tx");
       bad.gpu_tile(x, bx, tx, 32, Halide::TailStrategy::GuardWithIf);
