@@ -82,10 +82,10 @@ struct Buffers {
         }
         continue;
       }
-      const int d = out ? c.out_dims : arg->dims;
+      const int d = out ? c.outs[a - inputs].dims : arg->dims;
       std::int64_t span = 1, stride = 1;
       for (int i = 0; i < d; i++) {
-        const int extent = out ? c.out_extents[i] : arg->extents[i];
+        const int extent = out ? c.outs[a - inputs].extents[i] : arg->extents[i];
         const int s = out ? int(stride) : arg->strides[i];
         dims[a].push_back({0, extent, s, 0});
         span += std::int64_t(extent - 1) * s, stride *= extent;

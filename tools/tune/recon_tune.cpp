@@ -98,18 +98,22 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
               int_arg("tv_iterations", q.iterations)};
   const double lambda = float(s.lambda), weight = float(q.weight), gamma = float(s.gamma);
   if (kind == Kind::gap) {
-    // x' = TV(x + lambda A^T((y1' - A x) / Phi)), y1' = y1 + (y - A x); y1' is not an output here.
+    // x' = TV(x + lambda A^T((y1' - A x) / Phi)), y1' = y1 + (y - A x); the outputs x', y1'.
     c.inputs.push_back(dense("x_prev", cube, x));
     c.inputs.push_back(dense("y1_prev", meas, y1));
     c.inputs.push_back(int_arg("accelerate", s.accelerate));
-    c.output_name = "x_next";
+    c.output_name = "x_next", c.more_outputs = {meas};
     const auto yb = reference::cassi_forward(p, x, mask);
-    std::vector<double> r(y.size());
-    for (std::size_t i = 0; i < y.size(); i++) r[i] = (s.accelerate ? y1[i] + (y[i] - yb[i]) : y[i]) - yb[i];
+    std::vector<double> y1_next(y.size()), r(y.size());
+    for (std::size_t i = 0; i < y.size(); i++) {
+      y1_next[i] = y1[i] + (y[i] - yb[i]);
+      r[i] = (s.accelerate ? y1_next[i] : y[i]) - yb[i];
+    }
     const auto step = reference::cassi_adjoint(p, reference::divide_by_phi(p, r, phi, 0.0), mask);
     std::vector<double> data(x.size());
     for (std::size_t i = 0; i < x.size(); i++) data[i] = x[i] + lambda * step[i];
     c.expected = reference::tv_chambolle(p, data, weight, q.iterations);
+    c.expected.insert(c.expected.end(), y1_next.begin(), y1_next.end());
     return c;
   }
   // ADMM: v = theta + b, x = v + lambda A^T((y - A v) / (Phi + gamma)), theta' = TV(x - b),
@@ -181,7 +185,6 @@ HPIPE_TUNE_FAMILY(recon) {
     set_output(built, op.out, e.cassi.cube());
     return op;
   };
-  // x_next only: y1_next is a root stage of the same schedule, checked through x_next.
   std::function<alg::GapTvIteration(Built &)> gap = [](Built &built) {
     const ReconEstimates e;
     ReconParams args(built, e);
@@ -192,6 +195,8 @@ HPIPE_TUNE_FAMILY(recon) {
                                     alg::band_sum_form(built.target), args.lambda, accelerate, args.tv_weight,
                                     args.tv_iterations);
     set_output(built, op.tv.out, e.cassi.cube());
+    op.y1.set_estimates(e.cassi.measurement());
+    built.more_outputs.push_back(op.y1);
     return op;
   };
   std::function<alg::AdmmTvIteration(Built &)> admm = [](Built &built) {

@@ -36,7 +36,16 @@ struct Case {
   std::string output_name;
   std::vector<int> output_extents;
   int output_count = 1;  // > 1: a Tuple output, each element of output_extents
-  std::vector<double> expected;  // the elements one after another
+  std::vector<std::vector<int>> more_outputs;  // extents of Built::more_outputs
+  std::vector<double> expected;  // every output buffer's values, one buffer after another
+
+  // The extents of every output buffer, in the pipeline's order: the Tuple elements of the output,
+  // then the further outputs.
+  std::vector<std::vector<int>> output_buffers() const {
+    std::vector<std::vector<int>> all(output_count, output_extents);
+    all.insert(all.end(), more_outputs.begin(), more_outputs.end());
+    return all;
+  }
 };
 
 // |actual - expected| <= abs + rel * |expected|, per element.
@@ -76,6 +85,13 @@ KnobSpace knob_space() {
 struct Built {
   Halide::Target target;  // what the variant is compiled for (algorithms may depend on it)
   Halide::Func output;  // one float32 value, or a Tuple of them (Case::output_count)
+  std::vector<Halide::Func> more_outputs;  // further outputs of the pipeline (single-valued)
+
+  Halide::Pipeline pipeline() const {
+    std::vector<Halide::Func> all{output};
+    all.insert(all.end(), more_outputs.begin(), more_outputs.end());
+    return Halide::Pipeline(all);
+  }
   std::vector<Halide::ImageParam> buffers;
   std::vector<Halide::Param<int>> scalars;
   std::vector<Halide::Param<float>> reals;

@@ -124,7 +124,7 @@ struct Prepared {
   std::vector<Halide::Buffer<void>> outputs;
 
   explicit Prepared(const Case &k) : c(&k) {
-    for (int i = 0; i < k.output_count; i++) outputs.push_back(Halide::Buffer<float>(k.output_extents));
+    for (const auto &extents : k.output_buffers()) outputs.push_back(Halide::Buffer<float>(extents));
     storage.reserve(k.inputs.size());
     for (const Arg &a : k.inputs) {
       if (!a.is_buffer) {
@@ -146,6 +146,7 @@ struct Prepared {
 struct Compiled {
   Variant variant;
   Built built;
+  Halide::Pipeline pipeline;  // of built's outputs, JIT-compiled
   std::string error;
   double compile_s = 0;
 };
@@ -272,7 +273,8 @@ class CpuTuner {
     const auto t0 = Clock::now();
     try {
       c.built = build_variant(op_, target_, v.scheduler, v.knobs, ctx_.threads);
-      c.built.output.compile_jit(target_);
+      c.pipeline = c.built.pipeline();
+      c.pipeline.compile_jit(target_);
     } catch (const std::exception &e) {
       c.error = e.what();
     }
@@ -286,10 +288,10 @@ class CpuTuner {
     for (auto param : b.reals) param.set(p.reals.at(param.name()));
   }
 
-  void realize(const Built &b, Prepared &p) const {
-    Halide::Func f = b.output;
+  void realize(const Compiled &c, Prepared &p) const {
+    Halide::Pipeline pipeline = c.pipeline;
     Halide::Realization outputs(p.outputs);
-    f.realize(outputs, target_);
+    pipeline.realize(outputs, target_);
   }
 
   Measured measure(const Compiled &c) {
@@ -300,7 +302,7 @@ class CpuTuner {
         Prepared &p = prepared_[i];
         bind(c.built, p);
         for (Halide::Buffer<float> out : p.outputs) out.fill(std::numeric_limits<float>::quiet_NaN());
-        realize(c.built, p);
+        realize(c, p);
         check(p, m);
         if (m.status != "ok") return m;
       }
@@ -308,7 +310,7 @@ class CpuTuner {
       Halide::Tools::BenchmarkConfig config;
       config.min_time = o_.min_time;
       config.max_time = 4 * o_.min_time;
-      const auto result = Halide::Tools::benchmark([&] { realize(c.built, timing); }, config);
+      const auto result = Halide::Tools::benchmark([&] { realize(c, timing); }, config);
       m.time_ms = result.wall_time * 1e3, m.samples = result.samples, m.iterations = result.iterations;
     } catch (const std::exception &e) {
       m.status = "failed", m.error = std::string("run: ") + e.what();
@@ -468,7 +470,7 @@ Built build_variant(const TunableOp &op, const Halide::Target &target, const std
     return built;
   }
   Built built = op.build(target, nullptr);
-  Halide::Pipeline(built.output).auto_schedule(scheduler, target, Halide::MachineParams(threads, 32 << 20, 40));
+  built.pipeline().auto_schedule(scheduler, target, Halide::MachineParams(threads, 32 << 20, 40));
   return built;
 }
 
