@@ -61,13 +61,17 @@ struct KnobSpace {
   std::function<bool(const std::string &)> valid;  // parses and checks a "a:1,b:2" text
 };
 
-template <class Knobs>
+// The knobs of `Knobs` as the schedule of `Op` reads them: a knob it never reads
+// (sched::UnusedKnobs) has its default as its only candidate.
+template <class Knobs, class Op>
 KnobSpace knob_space() {
   KnobSpace space;
   Knobs knobs;
-  knobs.visit([&](const char *name, int &, const sched::Candidates &candidates) {
+  const std::string unused = std::string(",") + sched::UnusedKnobs<Knobs, Op>::names + ",";
+  knobs.visit([&](const char *name, int &value, const sched::Candidates &candidates) {
     space.names.push_back(name);
-    space.candidates.push_back(candidates);
+    const bool used = unused.find(std::string(",") + name + ",") == std::string::npos;
+    space.candidates.push_back(used ? candidates : sched::Candidates{value});
   });
   space.defaults = sched::format_knobs(knobs);
   space.valid = [](const std::string &text) {
@@ -119,8 +123,8 @@ TunableOp make_op(std::string name, std::function<Op(Built &)> algorithm,
                   std::function<std::vector<Case>(Size, std::uint32_t)> cases, Tolerance tolerance) {
   TunableOp op;
   op.name = std::move(name);
-  op.cpu = knob_space<typename Knobs::Cpu>();
-  op.cuda = knob_space<typename Knobs::Cuda>();
+  op.cpu = knob_space<typename Knobs::Cpu, Op>();
+  op.cuda = knob_space<typename Knobs::Cuda, Op>();
   op.build = [algorithm](const Halide::Target &target, const std::string *knobs) {
     Built built;
     built.target = target;
