@@ -550,7 +550,7 @@ void print_report(const std::vector<Record> &records, std::ostream &out) {
     out << "\n" << ctx.backend << " on " << ctx.machine << " | " << ctx.target;
     if (ctx.backend == "cpu") out << " | " << ctx.threads << " threads";
     out << "\n";
-    out << std::left << std::setw(18) << "op" << std::setw(36) << "shape" << std::right << std::setw(11)
+    out << std::left << std::setw(21) << "op" << std::setw(36) << "shape" << std::right << std::setw(11)
         << "default ms" << std::setw(10) << "best ms" << std::setw(9) << "speedup" << std::setw(7) << "tried"
         << std::setw(8) << "failed" << std::setw(10) << "discarded"
         << "  winner\n";
@@ -573,7 +573,7 @@ void print_report(const std::vector<Record> &records, std::ostream &out) {
       }
       for (const Record &r : latest)
         if (r.op == op && r.shape == shape && r.scheduler == "test-corrupt") tried++, wrong += r.status == "wrong";
-      out << std::left << std::setw(18) << op << std::setw(36) << shape << std::right << std::fixed
+      out << std::left << std::setw(21) << op << std::setw(36) << shape << std::right << std::fixed
           << std::setprecision(3) << std::setw(11) << (def ? def->time_ms : NAN) << std::setw(10)
           << (best ? best->time_ms : NAN) << std::setw(8) << std::setprecision(2)
           << (def && best ? def->time_ms / best->time_ms : NAN) << "x" << std::setw(7) << tried << std::setw(8)
