@@ -27,6 +27,14 @@ inline Halide::Param<int> int_param(Built &built, const char *name, int estimate
   return p;
 }
 
+// A float32 scalar input named as the generator's, with its estimate.
+inline Halide::Param<float> float_param(Built &built, const char *name, float estimate) {
+  Halide::Param<float> p(name);
+  p.set_estimate(estimate);
+  built.reals.push_back(p);
+  return p;
+}
+
 inline void set_output(Built &built, Halide::Func f, const Halide::Region &estimate) {
   f.set_estimates(estimate);
   built.output = f;
@@ -50,5 +58,11 @@ inline Arg dense(const char *name, std::vector<int> extents, std::vector<double>
 }
 
 inline Arg int_arg(const char *name, int value) { return {name, false, {}, {}, {}, value}; }
+
+inline Arg float_arg(const char *name, double value) {
+  Arg a{name, false};
+  a.is_float = true, a.real = static_cast<float>(value);
+  return a;
+}
 
 }  // namespace hpipe::tune

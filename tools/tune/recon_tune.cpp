@@ -59,12 +59,6 @@ std::string describe(const Problem &q) {
   return s.str();
 }
 
-Arg float_arg(const char *name, double value) {
-  Arg a{name, false};
-  a.is_float = true, a.real = float(value);
-  return a;
-}
-
 enum class Kind { tv, gap, admm };
 
 Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
@@ -142,13 +136,6 @@ std::function<std::vector<Case>(Size, std::uint32_t)> cases_of(Kind kind) {
     for (const auto &q : problems(size)) list.push_back(make_case(kind, q, seed += 10));
     return list;
   };
-}
-
-Param<float> float_param(Built &built, const char *name, float estimate) {
-  Param<float> p(name);
-  p.set_estimate(estimate);
-  built.reals.push_back(p);
-  return p;
 }
 
 // The inputs every reconstruction step has, named and estimated as in the generators (ReconArgs).
