@@ -32,6 +32,20 @@ struct CassiCudaKnobs {
   bool valid() const { return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024; }
 };
 
+// sum_per_vector places the band sum's accumulator: ops without a band sum ignore it.
+template <>
+struct UnusedKnobs<CassiCpuKnobs, alg::CassiAdjoint> {
+  static constexpr const char *names = "sum_per_vector";
+};
+template <>
+struct UnusedKnobs<CassiCpuKnobs, alg::CassiPinvAlpha> {
+  static constexpr const char *names = "sum_per_vector";
+};
+template <>
+struct UnusedKnobs<CassiCpuKnobs, alg::CassiShift> {
+  static constexpr const char *names = "sum_per_vector";
+};
+
 void schedule_cpu(alg::CassiForward op, const Halide::Target &t, const CassiCpuKnobs &k);
 void schedule_cpu(alg::CassiAdjoint op, const Halide::Target &t, const CassiCpuKnobs &k);
 void schedule_cpu(alg::CassiPhi op, const Halide::Target &t, const CassiCpuKnobs &k);

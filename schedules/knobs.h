@@ -15,6 +15,13 @@ namespace hpipe::sched {
 
 using Candidates = std::vector<int>;
 
+// The knobs of `Knobs` that the schedule of the family op `Op` never reads, as "a,b": the autotuner
+// holds them at their defaults instead of searching them. Specialize beside the knob struct.
+template <class Knobs, class Op>
+struct UnusedKnobs {
+  static constexpr const char *names = "";
+};
+
 template <class Knobs>
 std::string format_knobs(Knobs knobs) {
   std::ostringstream out;

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tools/tune/bundle_abi.h"
 #include "tools/tune/records.h"
 #include "tools/tune/tuner.h"
 
@@ -76,7 +77,8 @@ std::string table_source(const std::vector<const TunableOp *> &ops, const std::v
         const Arg &arg = k.inputs[a];
         s << "  {\"" << arg.name << "\", " << arg.is_buffer << ", " << arg.extents.size() << ", "
           << int_list(arg.extents) << ", " << int_list(arg.strides) << ", "
-          << (arg.is_buffer && !timing ? id + "a" + std::to_string(a) : "nullptr") << ", " << arg.scalar << "},\n";
+          << (arg.is_buffer && !timing ? id + "a" + std::to_string(a) : "nullptr") << ", " << arg.scalar << ", "
+          << arg.is_float << ", " << std::hexfloat << arg.real << std::defaultfloat << "f},\n";
       }
       s << "};\n";
     }
@@ -84,8 +86,13 @@ std::string table_source(const std::vector<const TunableOp *> &ops, const std::v
     for (std::size_t c = 0; c < cases[o].size(); c++) {
       const Case &k = cases[o][c];
       const std::string id = "o" + std::to_string(o) + "c" + std::to_string(c);
-      s << "  {\"" << k.shape << "\", " << id << "args, " << k.inputs.size() << ", " << k.output_extents.size()
-        << ", " << int_list(k.output_extents) << ", " << (c == 0 ? "nullptr" : id + "e") << "},\n";
+      const auto outputs = k.output_buffers();
+      if (outputs.size() > std::size_t(bundle::kMaxOutputs))
+        throw std::invalid_argument(ops[o]->name + ": more output buffers than the bundle's " +
+                                    std::to_string(bundle::kMaxOutputs));
+      s << "  {\"" << k.shape << "\", " << id << "args, " << k.inputs.size() << ", " << outputs.size() << ", {";
+      for (const auto &extents : outputs) s << "{" << extents.size() << ", " << int_list(extents) << "}, ";
+      s << "}, " << (c == 0 ? "nullptr" : id + "e") << "},\n";
     }
     s << "};\n";
   }
@@ -142,7 +149,8 @@ int make_bundle(const BundleOptions &o) {
           std::vector<Halide::Argument> args;
           for (const auto &b : built.buffers) args.push_back(b);
           for (const auto &p : built.scalars) args.push_back(p);
-          built.output.compile_to_object(o.dir + "/" + v.function + ".o", args, v.function, variant_target);
+          for (const auto &p : built.reals) args.push_back(p);
+          built.pipeline().compile_to_object(o.dir + "/" + v.function + ".o", args, v.function, variant_target);
         } catch (const std::exception &e) {
           errors[i] = e.what();
         }

@@ -6,7 +6,7 @@ struct halide_filter_metadata_t;
 
 namespace hpipe::tune::bundle {
 
-constexpr int kMaxDims = 8;
+constexpr int kMaxDims = 8, kMaxOutputs = 4;
 
 struct BundleArg {
   const char *name;
@@ -16,15 +16,21 @@ struct BundleArg {
   int strides[kMaxDims];
   const float *values;  // null in the timing case: the driver fills random values
   int scalar;
+  int is_float;  // a float32 scalar, `real`
+  float real;
 };
 
 struct BundleCase {
   const char *shape;
   const BundleArg *args;
   int arg_count;
-  int out_dims;
-  int out_extents[kMaxDims];
-  const double *expected;  // the reference output; null in the timing case (coverage is checked)
+  int out_count;  // output buffers: a Tuple output's elements, then further outputs
+  struct {
+    int dims;
+    int extents[kMaxDims];
+  } outs[kMaxOutputs];
+  const double *expected;  // the reference output (every output buffer, one after another); null
+                           // in the timing case (coverage is checked)
 };
 
 struct BundleOp {

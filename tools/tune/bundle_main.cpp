@@ -60,27 +60,32 @@ bool find_gpu(std::string &name, std::string &why) {
 struct Buffers {
   std::vector<std::vector<float>> storage;
   std::vector<std::vector<halide_dimension_t>> dims;
-  std::vector<halide_buffer_t> buffers;  // inputs in case order, then the output
-  std::vector<int> scalars;
+  std::vector<halide_buffer_t> buffers;  // inputs in case order, then the outputs (Tuple elements)
+  std::vector<halide_scalar_value_t> scalars;
   std::vector<std::string> names;
+  int inputs;
 
-  Buffers(const BundleCase &c, std::uint32_t seed) {
+  Buffers(const BundleCase &c, std::uint32_t seed) : inputs(c.arg_count) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(0.05f, 1.0f);
-    const int n = c.arg_count;
-    storage.resize(n + 1), dims.resize(n + 1), buffers.resize(n + 1), scalars.resize(n);
-    for (int a = 0; a <= n; a++) {
-      const bool out = a == n;
+    const int n = c.arg_count + c.out_count;
+    storage.resize(n), dims.resize(n), buffers.resize(n), scalars.resize(inputs);
+    for (int a = 0; a < n; a++) {
+      const bool out = a >= inputs;
       const BundleArg *arg = out ? nullptr : &c.args[a];
       names.push_back(out ? "" : arg->name);
       if (!out && !arg->is_buffer) {
-        scalars[a] = arg->scalar;
+        if (arg->is_float) {
+          scalars[a].u.f32 = arg->real;
+        } else {
+          scalars[a].u.i32 = arg->scalar;
+        }
         continue;
       }
-      const int d = out ? c.out_dims : arg->dims;
+      const int d = out ? c.outs[a - inputs].dims : arg->dims;
       std::int64_t span = 1, stride = 1;
       for (int i = 0; i < d; i++) {
-        const int extent = out ? c.out_extents[i] : arg->extents[i];
+        const int extent = out ? c.outs[a - inputs].extents[i] : arg->extents[i];
         const int s = out ? int(stride) : arg->strides[i];
         dims[a].push_back({0, extent, s, 0});
         span += std::int64_t(extent - 1) * s, stride *= extent;
@@ -105,14 +110,17 @@ struct Buffers {
     for (auto &b : buffers)
       if (b.device) halide_device_free(nullptr, &b);
   }
-  halide_buffer_t &output() { return buffers.back(); }
-  // argv in the order of the variant's metadata.
+  int outputs() const { return int(buffers.size()) - inputs; }
+  halide_buffer_t &output(int i) { return buffers[inputs + i]; }
+  // argv in the order of the variant's metadata (outputs in Tuple order).
   std::vector<void *> argv(const halide_filter_metadata_t *md, void **user_context) {
     std::vector<void *> args;
+    int next_output = 0;
     for (int i = 0; i < md->num_arguments; i++) {
       const auto &m = md->arguments[i];
       if (m.kind == halide_argument_kind_output_buffer) {
-        args.push_back(&output());
+        if (next_output == outputs()) throw std::runtime_error(std::string("no buffer for output ") + m.name);
+        args.push_back(&output(next_output++));
         continue;
       }
       if (std::strcmp(m.name, "__user_context") == 0) {
@@ -120,7 +128,7 @@ struct Buffers {
         continue;
       }
       const auto at = std::find(names.begin(), names.end(), std::string(m.name)) - names.begin();
-      if (at >= std::ptrdiff_t(scalars.size())) throw std::runtime_error(std::string("no argument ") + m.name);
+      if (at >= inputs) throw std::runtime_error(std::string("no argument ") + m.name);
       args.push_back(m.kind == halide_argument_kind_input_scalar ? static_cast<void *>(&scalars[at])
                                                                   : static_cast<void *>(&buffers[at]));
     }
@@ -143,8 +151,11 @@ void measure(const BundleVariant &v, const BundleOp &op, double min_time, Record
       Buffers b(k, 1234 + c);
       auto args = b.argv(v.metadata(), &user_context);
       call(v, args);
-      if (halide_copy_to_host(nullptr, &b.output())) throw std::runtime_error("copy to host: " + g_halide_error);
-      const std::vector<float> &got = b.storage.back();
+      std::vector<float> got;  // the Tuple elements one after another, as `expected`
+      for (int o = 0; o < b.outputs(); o++) {
+        if (halide_copy_to_host(nullptr, &b.output(o))) throw std::runtime_error("copy to host: " + g_halide_error);
+        got.insert(got.end(), b.storage[k.arg_count + o].begin(), b.storage[k.arg_count + o].end());
+      }
       std::size_t bad = 0, worst = 0;
       double worst_ratio = 0;
       for (std::size_t i = 0; i < got.size(); i++) {
@@ -178,8 +189,9 @@ void measure(const BundleVariant &v, const BundleOp &op, double min_time, Record
           [&] {
             call(v, args);
             // Wait for the GPU (a CPU bundle's output has no device interface and nothing to wait for).
-            if (b.output().device_interface && halide_device_sync(nullptr, &b.output()))
-              throw std::runtime_error("sync: " + g_halide_error);
+            for (int o = 0; o < b.outputs(); o++)
+              if (b.output(o).device_interface && halide_device_sync(nullptr, &b.output(o)))
+                throw std::runtime_error("sync: " + g_halide_error);
           },
           config);
       r.time_ms = result.wall_time * 1e3, r.samples = result.samples, r.iterations = result.iterations;

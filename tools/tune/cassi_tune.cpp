@@ -1,12 +1,11 @@
 // The CASSI family's entry in the tuner registry: its seven ops on JIT parameters, their cases
 // and tolerances. The algorithms, estimates and knob structs are the generators' own.
-#include <random>
 #include <sstream>
 
 #include "generators/cassi.h"
 #include "schedules/cassi.h"
 #include "tests/reference/cassi_reference.h"
-#include "tools/tune/tunable.h"
+#include "tools/tune/case_util.h"
 
 namespace hpipe::tune {
 namespace {
@@ -41,18 +40,6 @@ struct CassiParams {
   }
 };
 
-ImageParam buffer_param(Built &built, const char *name, int dims, const Region &estimate) {
-  ImageParam p(Float(32), dims, name);
-  p.set_estimates(estimate);
-  built.buffers.push_back(p);
-  return p;
-}
-
-void set_output(Built &built, Func f, const Region &estimate) {
-  f.set_estimates(estimate);
-  built.output = f;
-}
-
 // The problems: the timing one first (W4, or a small one for CI), then odd verification ones.
 std::vector<CassiProblem> problems(Size size) {
   std::vector<CassiProblem> list;
@@ -73,21 +60,6 @@ std::string describe(const CassiProblem &p) {
   return s.str();
 }
 
-std::vector<double> random_values(std::int64_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(0.05, 1.0);
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (double &x : v) x = static_cast<float>(dist(rng));  // exactly representable in float32
-  return v;
-}
-
-Arg dense(const char *name, std::vector<int> extents, std::vector<double> values) {
-  Arg a{name, true, extents, {}, std::move(values)};
-  int stride = 1;
-  for (int e : extents) a.strides.push_back(stride), stride *= e;
-  return a;
-}
-
 // What a case of one op needs: inputs by kind, the reference, the output shape.
 enum class Kind { forward, adjoint, phi, pinv, pinv_alpha, shift, shift_back };
 
@@ -98,7 +70,7 @@ Case make_case(Kind kind, const CassiProblem &p, std::uint32_t seed) {
   const auto mask = random_values((p.per_band_mask ? p.C : 1) * p.H * p.W, seed + 2);
   const auto shifted = reference::cassi_shift(p, random_values(p.B * p.C * p.H * p.W, seed + 3));
   Arg mask_arg{"mask", true, {W, H, C}, {1, W, p.per_band_mask ? W * H : 0}, mask};
-  const std::vector<Arg> geometry = {{"step", false, {}, {}, {}, p.step}, {"axis", false, {}, {}, {}, p.along_height}};
+  const std::vector<Arg> geometry = {int_arg("step", int(p.step)), int_arg("axis", p.along_height)};
 
   Case c;
   c.shape = describe(p);
@@ -167,11 +139,7 @@ std::function<alg::CassiShift(Built &)> shift(bool back) {
   return [back](Built &built) {
     const CassiEstimates e;
     ImageParam in = buffer_param(built, "in", 4, back ? e.shifted_cube() : e.cube());
-    Param<int> step("step"), axis("axis");
-    step.set_estimate(e.step);
-    axis.set_estimate(e.axis);
-    built.scalars.push_back(step);
-    built.scalars.push_back(axis);
+    Param<int> step = int_param(built, "step", e.step), axis = int_param(built, "axis", e.axis);
     Expr bands = in.dim(2).extent();
     Expr spread = back ? (bands - 1) * abs(step) : Expr(0);
     CassiGeometry g{in.dim(0).extent() - select(axis == 0, spread, 0),

@@ -17,13 +17,15 @@ namespace hpipe::tune {
 
 // One input of a case, bound by name to the variant's JIT parameter (or, in the CUDA bundle, to its
 // AOT argument). Buffers are float32, Halide order (innermost first); `strides` may hold 0 (a
-// broadcast dimension) and `values` is the storage they address. Scalars are int32.
+// broadcast dimension) and `values` is the storage they address. Scalars are int32 or float32.
 struct Arg {
   std::string name;
   bool is_buffer = true;
   std::vector<int> extents, strides;
   std::vector<double> values;
-  int scalar = 0;  // when !is_buffer: an int32 scalar
+  int scalar = 0;         // when !is_buffer && !is_float: an int32 scalar
+  bool is_float = false;  // when !is_buffer: a float32 scalar, `real`
+  float real = 0;
 };
 
 // One problem on random data: the inputs, the output's extents and the reference output computed
@@ -33,7 +35,17 @@ struct Case {
   std::vector<Arg> inputs;
   std::string output_name;
   std::vector<int> output_extents;
-  std::vector<double> expected;
+  int output_count = 1;  // > 1: a Tuple output, each element of output_extents
+  std::vector<std::vector<int>> more_outputs;  // extents of Built::more_outputs
+  std::vector<double> expected;  // every output buffer's values, one buffer after another
+
+  // The extents of every output buffer, in the pipeline's order: the Tuple elements of the output,
+  // then the further outputs.
+  std::vector<std::vector<int>> output_buffers() const {
+    std::vector<std::vector<int>> all(output_count, output_extents);
+    all.insert(all.end(), more_outputs.begin(), more_outputs.end());
+    return all;
+  }
 };
 
 // |actual - expected| <= abs + rel * |expected|, per element.
@@ -49,13 +61,17 @@ struct KnobSpace {
   std::function<bool(const std::string &)> valid;  // parses and checks a "a:1,b:2" text
 };
 
-template <class Knobs>
+// The knobs of `Knobs` as the schedule of `Op` reads them: a knob it never reads
+// (sched::UnusedKnobs) has its default as its only candidate.
+template <class Knobs, class Op>
 KnobSpace knob_space() {
   KnobSpace space;
   Knobs knobs;
-  knobs.visit([&](const char *name, int &, const sched::Candidates &candidates) {
+  const std::string unused = std::string(",") + sched::UnusedKnobs<Knobs, Op>::names + ",";
+  knobs.visit([&](const char *name, int &value, const sched::Candidates &candidates) {
     space.names.push_back(name);
-    space.candidates.push_back(candidates);
+    const bool used = unused.find(std::string(",") + name + ",") == std::string::npos;
+    space.candidates.push_back(used ? candidates : sched::Candidates{value});
   });
   space.defaults = sched::format_knobs(knobs);
   space.valid = [](const std::string &text) {
@@ -72,9 +88,17 @@ KnobSpace knob_space() {
 // The JIT pipeline of one variant: its output and the parameters a case binds by name.
 struct Built {
   Halide::Target target;  // what the variant is compiled for (algorithms may depend on it)
-  Halide::Func output;
+  Halide::Func output;  // one float32 value, or a Tuple of them (Case::output_count)
+  std::vector<Halide::Func> more_outputs;  // further outputs of the pipeline (single-valued)
+
+  Halide::Pipeline pipeline() const {
+    std::vector<Halide::Func> all{output};
+    all.insert(all.end(), more_outputs.begin(), more_outputs.end());
+    return Halide::Pipeline(all);
+  }
   std::vector<Halide::ImageParam> buffers;
   std::vector<Halide::Param<int>> scalars;
+  std::vector<Halide::Param<float>> reals;
 };
 
 enum class Size { small, workload };
@@ -99,8 +123,8 @@ TunableOp make_op(std::string name, std::function<Op(Built &)> algorithm,
                   std::function<std::vector<Case>(Size, std::uint32_t)> cases, Tolerance tolerance) {
   TunableOp op;
   op.name = std::move(name);
-  op.cpu = knob_space<typename Knobs::Cpu>();
-  op.cuda = knob_space<typename Knobs::Cuda>();
+  op.cpu = knob_space<typename Knobs::Cpu, Op>();
+  op.cuda = knob_space<typename Knobs::Cuda, Op>();
   op.build = [algorithm](const Halide::Target &target, const std::string *knobs) {
     Built built;
     built.target = target;

@@ -113,19 +113,26 @@ struct Variant {
   std::string scheduler = "knobs", knobs;
 };
 
-// A case's data as Halide buffers (inputs keep their strides), and the output to fill.
+// A case's data as Halide buffers (inputs keep their strides), and the outputs to fill (one per
+// Tuple element).
 struct Prepared {
   const Case *c = nullptr;
   std::vector<std::vector<float>> storage;
   std::map<std::string, Halide::Buffer<float>> buffers;
   std::map<std::string, int> ints;
-  Halide::Buffer<float> output;
+  std::map<std::string, float> reals;
+  std::vector<Halide::Buffer<void>> outputs;
 
-  explicit Prepared(const Case &k) : c(&k), output(k.output_extents) {
+  explicit Prepared(const Case &k) : c(&k) {
+    for (const auto &extents : k.output_buffers()) outputs.push_back(Halide::Buffer<float>(extents));
     storage.reserve(k.inputs.size());
     for (const Arg &a : k.inputs) {
       if (!a.is_buffer) {
-        ints[a.name] = a.scalar;
+        if (a.is_float) {
+          reals[a.name] = a.real;
+        } else {
+          ints[a.name] = a.scalar;
+        }
         continue;
       }
       storage.emplace_back(a.values.begin(), a.values.end());
@@ -139,6 +146,7 @@ struct Prepared {
 struct Compiled {
   Variant variant;
   Built built;
+  Halide::Pipeline pipeline;  // of built's outputs, JIT-compiled
   std::string error;
   double compile_s = 0;
 };
@@ -265,7 +273,8 @@ class CpuTuner {
     const auto t0 = Clock::now();
     try {
       c.built = build_variant(op_, target_, v.scheduler, v.knobs, ctx_.threads);
-      c.built.output.compile_jit(target_);
+      c.pipeline = c.built.pipeline();
+      c.pipeline.compile_jit(target_);
     } catch (const std::exception &e) {
       c.error = e.what();
     }
@@ -276,11 +285,13 @@ class CpuTuner {
   void bind(const Built &b, const Prepared &p) const {
     for (auto param : b.buffers) param.set(p.buffers.at(param.name()));
     for (auto param : b.scalars) param.set(p.ints.at(param.name()));
+    for (auto param : b.reals) param.set(p.reals.at(param.name()));
   }
 
-  void realize(const Built &b, Prepared &p) const {
-    Halide::Func f = b.output;
-    f.realize(p.output, target_);
+  void realize(const Compiled &c, Prepared &p) const {
+    Halide::Pipeline pipeline = c.pipeline;
+    Halide::Realization outputs(p.outputs);
+    pipeline.realize(outputs, target_);
   }
 
   Measured measure(const Compiled &c) {
@@ -290,8 +301,8 @@ class CpuTuner {
       for (std::size_t i = prepared_.size(); i-- > 0;) {
         Prepared &p = prepared_[i];
         bind(c.built, p);
-        p.output.fill(std::numeric_limits<float>::quiet_NaN());
-        realize(c.built, p);
+        for (Halide::Buffer<float> out : p.outputs) out.fill(std::numeric_limits<float>::quiet_NaN());
+        realize(c, p);
         check(p, m);
         if (m.status != "ok") return m;
       }
@@ -299,7 +310,7 @@ class CpuTuner {
       Halide::Tools::BenchmarkConfig config;
       config.min_time = o_.min_time;
       config.max_time = 4 * o_.min_time;
-      const auto result = Halide::Tools::benchmark([&] { realize(c.built, timing); }, config);
+      const auto result = Halide::Tools::benchmark([&] { realize(c, timing); }, config);
       m.time_ms = result.wall_time * 1e3, m.samples = result.samples, m.iterations = result.iterations;
     } catch (const std::exception &e) {
       m.status = "failed", m.error = std::string("run: ") + e.what();
@@ -309,7 +320,8 @@ class CpuTuner {
 
   void check(const Prepared &p, Measured &m) const {
     const Case &k = *p.c;
-    const float *got = p.output.data();
+    std::vector<float> got;  // the Tuple elements one after another, as `expected`
+    for (Halide::Buffer<float> out : p.outputs) got.insert(got.end(), out.begin(), out.end());
     std::size_t bad = 0, worst = 0;
     double worst_ratio = 0;
     const double inf = std::numeric_limits<double>::infinity();
@@ -444,7 +456,12 @@ Built build_variant(const TunableOp &op, const Halide::Target &target, const std
     const std::vector<Halide::Var> args = built.output.args();
     Halide::Expr first = Halide::Internal::const_true();
     for (const auto &a : args) first = first && a == 0;
-    bad(args) = Halide::select(first, built.output(args) * 1.001f + 0.001f, built.output(args));
+    std::vector<Halide::Expr> values;
+    for (int i = 0; i < built.output.outputs(); i++) {
+      Halide::Expr v = built.output.outputs() == 1 ? Halide::Expr(built.output(args)) : built.output(args)[i];
+      values.push_back(Halide::select(first, v * 1.001f + 0.001f, v));
+    }
+    bad(args) = Halide::Tuple(values);
     if (target.has_gpu_feature()) {
       Halide::Var x = args[0], bx("bx"), tx("tx");
       bad.gpu_tile(x, bx, tx, 32, Halide::TailStrategy::GuardWithIf);
@@ -453,7 +470,7 @@ Built build_variant(const TunableOp &op, const Halide::Target &target, const std
     return built;
   }
   Built built = op.build(target, nullptr);
-  Halide::Pipeline(built.output).auto_schedule(scheduler, target, Halide::MachineParams(threads, 32 << 20, 40));
+  built.pipeline().auto_schedule(scheduler, target, Halide::MachineParams(threads, 32 << 20, 40));
   return built;
 }
 
@@ -533,7 +550,7 @@ void print_report(const std::vector<Record> &records, std::ostream &out) {
     out << "\n" << ctx.backend << " on " << ctx.machine << " | " << ctx.target;
     if (ctx.backend == "cpu") out << " | " << ctx.threads << " threads";
     out << "\n";
-    out << std::left << std::setw(18) << "op" << std::setw(36) << "shape" << std::right << std::setw(11)
+    out << std::left << std::setw(21) << "op" << std::setw(36) << "shape" << std::right << std::setw(11)
         << "default ms" << std::setw(10) << "best ms" << std::setw(9) << "speedup" << std::setw(7) << "tried"
         << std::setw(8) << "failed" << std::setw(10) << "discarded"
         << "  winner\n";
@@ -556,7 +573,7 @@ void print_report(const std::vector<Record> &records, std::ostream &out) {
       }
       for (const Record &r : latest)
         if (r.op == op && r.shape == shape && r.scheduler == "test-corrupt") tried++, wrong += r.status == "wrong";
-      out << std::left << std::setw(18) << op << std::setw(36) << shape << std::right << std::fixed
+      out << std::left << std::setw(21) << op << std::setw(36) << shape << std::right << std::fixed
           << std::setprecision(3) << std::setw(11) << (def ? def->time_ms : NAN) << std::setw(10)
           << (best ? best->time_ms : NAN) << std::setw(8) << std::setprecision(2)
           << (def && best ? def->time_ms / best->time_ms : NAN) << "x" << std::setw(7) << tried << std::setw(8)
