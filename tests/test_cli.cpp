@@ -436,19 +436,33 @@ void check_dot(const Cli &t, std::int64_t B, std::int64_t C, std::int64_t H, std
     t.ok({"dot", "x.npy", "--with", from_file ? "s.npy" : text, "-o", "out.npy", "--device", "cpu", "--force", "-q"});
     std::vector<T> w(listed.begin(), listed.end());
     if (from_file) w.assign(spectrum.data(), spectrum.data() + C);
-    // The API on dense rows: one band vector per pixel, the spectrum repeated per pixel.
-    Array<T, 2> rows({B * n, C}), spectra({B * n, C});
-    for (std::int64_t i = 0; i < B * n; i++)
-      for (std::int64_t c = 0; c < C; c++) {
-        rows(i, c) = x.data()[((i / n) * C + c) * n + i % n];
-        spectra(i, c) = w[std::size_t(c)];
-      }
-    const Array<T, 1> dots = batched_dot(rows.view(), spectra.view(), Options{Device::cpu});
+    // The API on the pixels of each item as rows (a transposed view of its (C, H * W) plane), the
+    // spectrum repeated per pixel in the same layout: bit for bit.
+    Array<T, 2> spectra({C, n});
+    for (std::int64_t c = 0; c < C; c++)
+      for (std::int64_t i = 0; i < n; i++) spectra(c, i) = w[std::size_t(c)];
     Array<T, 3> expected({B, H, W});
-    std::copy(dots.data(), dots.data() + dots.size(), expected.data());
+    for (std::int64_t b = 0; b < B; b++)
+      batched_dot(View<const T, 2>(x.data() + b * C * n, {n, C}, {1, n}), View<const T, 2>(spectra.data(), {n, C}, {1, n}),
+                  View<T, 1>(expected.data() + b * n, {n}), Options{Device::cpu});
     RawArray e = raw_of(expected);
     if (B == 1) e.shape.erase(e.shape.begin());
-    expect_same(cli::read_npy(t.path("out.npy")), e);
+    const RawArray got = cli::read_npy(t.path("out.npy"));
+    expect_same(got, e);
+    // And within hpipe/dot.h's bound of a plain double-precision loop: eps |exact| + 66 eps S.
+    const std::vector<T> values = values_of<T>(got);
+    for (std::int64_t b = 0; b < B; b++)
+      for (std::int64_t i = 0; i < n; i++) {
+        double exact = 0, s = 0;
+        for (std::int64_t c = 0; c < C; c++) {
+          const double p = double(x(b, c, i / W, i % W)) * double(w[std::size_t(c)]);
+          exact += p;
+          s += std::abs(p);
+        }
+        const double eps = epsilon<T>() / 2;
+        ASSERT_LE(std::abs(double(values[std::size_t(b * n + i)]) - exact), eps * std::abs(exact) + 66 * eps * s)
+            << "item " << b << " pixel " << i;
+      }
   }
 }
 

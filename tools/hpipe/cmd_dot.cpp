@@ -1,6 +1,13 @@
 // hpipe dot --with SPECTRUM: per-pixel dot product of the band vector with a spectrum
 // (hpipe::batched_dot). A band stack (C, H, W) is N = H * W rows of K = C values with strides
-// (1, H * W): a transposed view, read as it lies; the spectrum is one row shared by all (stride 0).
+// (1, H * W): a transposed (column-major) view, read in place by the column kernel when the other
+// operand is column-major too. So the spectrum is laid out the same way, as a (C, H * W) plane of
+// repeated weights: as one row with stride 0 along N it would send batched_dot to the row kernel,
+// which first copies the whole stack into row order. Measured on the 28 x 256 x 256 demo scene
+// (2 shared cores, float32, hpipe dot --json "compute", 5 runs back to back): 3.1-3.6 ms against
+// 28-35 ms with the stride-0 spectrum.
+#include <algorithm>
+
 #include "commands.h"
 #include "hpipe/dot.h"
 
@@ -22,10 +29,13 @@ int run(Context &ctx, std::vector<Source> &&inputs, Numbers &spectrum_source) {
     throw Failure(spectrum_source.name + ": expected a spectrum of " + std::to_string(c) + " values (one per band of " +
                   in_name + "), got shape " + shape_string(spectrum.shape));
   std::vector<T> result = ctx.allocate<T>({batch, pixels}, "the result");
+  std::vector<T> weights = ctx.allocate<T>({c, pixels}, "the spectrum per pixel");
   ctx.timed("compute", [&] {
+    for (std::int64_t k = 0; k < c; k++)
+      std::fill(weights.begin() + k * pixels, weights.begin() + (k + 1) * pixels, spectrum.data[std::size_t(k)]);
+    const View<const T, 2> w(weights.data(), {pixels, c}, {1, pixels});
     for (std::int64_t b = 0; b < batch; b++) {
       const View<const T, 2> a(in.data.data() + b * c * pixels, {pixels, c}, {1, pixels});
-      const View<const T, 2> w(spectrum.data.data(), {pixels, c}, {0, 1});
       batched_dot(a, w, View<T, 1>(result.data() + b * pixels, {pixels}), ctx.options);
     }
   });
