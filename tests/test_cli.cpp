@@ -614,11 +614,22 @@ TEST_F(Cli, ReconMatchesTheApiAndReportsQuality) {
     std::snprintf(line, sizeof line, "pinv mean: PSNR %.2f dB, SSIM %.4f\n", p.mean_psnr, p.mean_ssim);
     EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
   }
-  const Result j = ok({"recon", "gap-tv", "y.npy", "--mask", "mask.npy", "--step", "-1", "--axis", "y", "--iters", "2",
-                       "--truth", "scene.npy", "-o", "j.npy", "--json"});
+  // A batch: (B, H', W') in, (B, C, H, W) out, quality per item.
+  Array<float, 4> scenes({2, C, H, W});
+  for (std::int64_t i = 0; i < scenes.size(); i++) scenes.data()[i] = scene.data()[i % scene.size()] * (i < scene.size() ? 1.0f : 0.5f);
+  const auto yb = cassi_forward(scenes.view(), mask.view(), d, cpu);
+  cli::write_npy(path("scenes.npy"), raw_of(scenes));
+  cli::write_npy(path("ys.npy"), raw_of(yb));
+  const Result j = ok({"recon", "gap-tv", "ys.npy", "--mask", "mask.npy", "--step", "-1", "--axis", "y", "--iters", "2",
+                       "--truth", "scenes.npy", "-o", "j.npy", "--json", "--device", "cpu"});
   for (const char *part : {"\"method\": \"gap_tv\"", "\"bands\": 4", "\"residuals\": [", "\"quality\": [{\"psnr\": [",
-                           "\"pinv_quality\": [", "\"mean_ssim\": "})
+                           "}, {\"psnr\": [", "\"pinv_quality\": [", "\"mean_ssim\": "})
     EXPECT_NE(j.out.find(part), std::string::npos) << j.out << " lacks " << part;
+  ReconParams two = gap;
+  two.iterations = 2;
+  two.lambda = 1;
+  two.tv = TvParams{};
+  expect_same(cli::read_npy(path("j.npy")), raw_of(reconstruct(ReconMethod::gap_tv, yb.view(), mask.view(), C, two, {}, cpu)));
 }
 
 TEST_F(Cli, ReconErrorsNameTheArgument) {
