@@ -266,6 +266,13 @@ double Context::real(const char *option, double fallback, double min, bool min_o
   return (*n)[0];
 }
 
+int axis_from_end(const std::string &text) {
+  if (text == "x") return 1;
+  if (text == "y") return 2;
+  if (text == "band") return 3;
+  throw UsageError("--axis: expected x, y or band, got '" + text + "'");
+}
+
 std::optional<std::vector<double>> number_list(const std::string &text) {
   std::vector<double> out;
   const char *p = text.c_str();

@@ -160,6 +160,10 @@ class Context {
   std::int64_t bytes_read_ = 0, bytes_written_ = 0;
 };
 
+// --axis x|y|band of a stack (..., C, H, W), counted from the end: x = 1 (the last axis), y = 2,
+// band = 3; a UsageError otherwise.
+int axis_from_end(const std::string &text);
+
 // "1,2,1" or "0.5, -1e-3" as numbers; nullopt when `text` is not such a list.
 std::optional<std::vector<double>> number_list(const std::string &text);
 

@@ -16,14 +16,6 @@ ConvMode parse_mode(const std::string &text) {
   throw UsageError("--mode: expected full, same or valid, got '" + text + "'");
 }
 
-// The axis counted from the end: x is the last, y the one before, band the one before that.
-int axis_from_end(const std::string &text) {
-  if (text == "x") return 1;
-  if (text == "y") return 2;
-  if (text == "band") return 3;
-  throw UsageError("--axis: expected x, y or band, got '" + text + "'");
-}
-
 template <class T>
 int run(Context &ctx, std::vector<Source> &&inputs, Numbers &taps_source, int from_end, const std::string &axis,
         ConvMode mode) {
