@@ -70,20 +70,15 @@ TEST(Device, ProbeNeverAbortsAndExplainsItself) {
   EXPECT_STREQ(to_string(Device::automatic), "auto");
 }
 
-TEST(Device, CpuLimitSelectsLowerVariantsWithSameResults) {
+TEST(Device, CpuLimitIsSetAndReadBack) {
+  // Which variant runs is covered by ctest's reruns under HPIPE_CPU_LIMIT (a kernel keeps the
+  // variant of its first call); here only the setting itself.
   const CpuLimit before = cpu_limit();
-  const auto x = random_array<float, 4>({2, 5, 9, 37}, 4);
-  const auto m = random_array<float, 2>({9, 37}, 5);
-  std::vector<std::vector<double>> results;
   for (CpuLimit limit : {CpuLimit::none, CpuLimit::avx2, CpuLimit::sse41}) {
     set_cpu_limit(limit);
     EXPECT_EQ(cpu_limit(), limit);
-    results.push_back(to_doubles(cassi_forward(x.view(), m.view(), Dispersion{3}, {Device::cpu})));
   }
   set_cpu_limit(before);
-  // Sums are rounded once from float64, so every variant gives the same bits.
-  EXPECT_EQ(results[0], results[1]);
-  EXPECT_EQ(results[0], results[2]);
 }
 
 struct ToyKnobs {

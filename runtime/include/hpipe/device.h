@@ -31,10 +31,11 @@ int num_threads();
 
 const char *to_string(Device device);
 
-// The CPU libraries hold one variant per instruction set (AVX-512, AVX2+FMA, SSE4.1) and pick the
-// best the processor supports on every call. A limit makes them pick no higher than the given
-// level: to compare variants, or to check results on another machine's path. The environment
-// variable HPIPE_CPU_LIMIT=avx2|sse41 sets it at start-up.
+// The CPU libraries hold one variant per instruction set (AVX-512, AVX2+FMA, SSE4.1); each kernel
+// picks the best the processor supports on its first call and keeps it for the process. A limit
+// makes kernels not yet called pick no higher than the given level: to compare variants, or to
+// check results on another machine's path. Set it before the first call, or with the environment
+// variable HPIPE_CPU_LIMIT=avx2|sse41 at start-up.
 enum class CpuLimit { none, avx2, sse41 };
 void set_cpu_limit(CpuLimit limit);
 CpuLimit cpu_limit();

@@ -6,6 +6,7 @@
 #include "hpipe/device.h"
 #include "hpipe/dot.h"
 #include "hpipe/error.h"
+#include "hpipe/math.h"
 #include "hpipe/recon.h"
 #include "hpipe/synth.h"
 #include "hpipe/view.h"

@@ -1,0 +1,56 @@
+// Transcendental family: our own vectorisable exp, log and erf (range reduction + polynomials
+// fitted by tools/dev/fit_transcendental.py), the elementwise ops over them, and logsumexp.
+// Algorithms only (schedules live in schedules/transcendental_*.cpp).
+//
+// float64 results are computed in double with the full polynomials under strict_float (no
+// reassociation or contraction: the exact Cody-Waite and two-sum steps rely on it, and every CPU
+// target gives the same bits). float32 exp runs the same exact algorithm in float arithmetic
+// (strict, 16 lanes per AVX-512 vector); float32 log and erf are computed in double with shorter
+// polynomials (2^-31 before the one rounding to float) and may contract into FMA.
+// Accuracy, measured by tests/test_math.cpp (the table is in runtime/include/hpipe/math.h):
+//   float32  exp 0.764, log 0.576, erf 0.519 ULP (all 2^32 inputs)
+//   float64  exp 0.768, log 0.820, erf 1.355 ULP (2.2-2.6 million samples per function)
+//
+// Layout (Halide order, innermost first): elementwise x(i) -> y(i); logsumexp reduces the middle
+// dimension of x(i, r, o) into out(i, o): any axis of a C-order N-D array is (inner, axis, outer).
+#pragma once
+
+#include "Halide.h"
+#include "generators/common.h"
+
+namespace hpipe::alg {
+
+// exp, log, erf of a float or double Expr, of the same type. Special values as in <cmath>.
+Halide::Expr accurate_exp(const Halide::Expr &x);
+Halide::Expr accurate_log(const Halide::Expr &x);
+Halide::Expr accurate_erf(const Halide::Expr &x);
+
+enum class MathFunction { exp, log, erf };
+
+struct Elementwise {
+  Halide::Func y;  // y(i) = f(x(i))
+};
+Elementwise elementwise(Halide::Func x, MathFunction fn);
+
+// Online, max-shifted logsumexp over r in chunks of `rows_per_chunk` rows: each chunk's maximum,
+// then its sum of exp(x - max) (the chunk is still in cache), folded into a running (shift, sum)
+// per (i, o). All in double; out = shift + log(sum), rounded to the input type.
+struct LogSumExp {
+  Halide::RDom chunk_rows;  // rows of one chunk (predicated to the rows that exist)
+  Halide::RDom chunks;      // the chunks, in order
+  Halide::Func chunk_max;   // (i, c, o): max over the chunk
+  Halide::Func chunk_sum;   // (i, c, o): sum of exp(x - shift) over the chunk, in double
+  Halide::Func running;     // (i, o) -> {shift, sum}: the fold over chunks
+  Halide::Func out;         // (i, o)
+};
+LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk);
+
+// Estimates: the W2 workload of shared/workloads.md, 10000 x 10000 (10^8 elements), axis 0.
+struct TranscendentalEstimates {
+  int rows = 10000, columns = 10000;
+  Halide::Region flat() const { return {{0, rows * columns}}; }
+  Halide::Region matrix() const { return {{0, columns}, {0, rows}, {0, 1}}; }  // (i, r, o)
+  Halide::Region reduced() const { return {{0, columns}, {0, 1}}; }
+};
+
+}  // namespace hpipe::alg

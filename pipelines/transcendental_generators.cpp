@@ -1,0 +1,67 @@
+// AOT generators of the transcendental family: inputs/outputs, estimates, schedule. The algorithms
+// are in generators/transcendental.cpp, the schedules in schedules/transcendental_{cpu,cuda}.cpp.
+//
+// Elementwise kernels are 1-D (the runtime flattens dense arrays of any rank); logsumexp reduces
+// the middle dimension of x(i, r, o) (inner, axis, outer).
+#include "generators/transcendental.h"
+#include "pipelines/generator_base.h"
+#include "schedules/transcendental.h"
+
+namespace hpipe {
+namespace {
+
+using namespace Halide;
+using alg::MathFunction;
+using alg::TranscendentalEstimates;
+
+template <class T, MathFunction Fn>
+class ElementwiseGenerator : public Generator<ElementwiseGenerator<T, Fn>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> x{"x", 1};
+  GeneratorOutput<Buffer<T>> y{"y", 1};
+
+  void generate() {
+    auto op = alg::elementwise(x, Fn);
+    y = op.y;
+    const TranscendentalEstimates e;
+    x.set_estimates(e.flat());
+    y.set_estimates(e.flat());
+    apply_schedule<sched::TranscendentalKnobs>(op, this->get_target(), knobs);
+  }
+};
+template <class T>
+using ExpGenerator = ElementwiseGenerator<T, MathFunction::exp>;
+template <class T>
+using LogGenerator = ElementwiseGenerator<T, MathFunction::log>;
+template <class T>
+using ErfGenerator = ElementwiseGenerator<T, MathFunction::erf>;
+
+// Rows folded per step of logsumexp: 32 rows of a 1024-column task are 128 KiB of float32, which
+// stay in L2 between the max and the sum pass.
+constexpr int kRowsPerChunk = 32;
+
+template <class T>
+class LogSumExpGenerator : public Generator<LogSumExpGenerator<T>> {
+ public:
+  GeneratorParam<std::string> knobs{"knobs", ""};
+  GeneratorInput<Buffer<T>> x{"x", 3};
+  GeneratorOutput<Buffer<T>> out{"out", 2};
+
+  void generate() {
+    auto op = alg::logsumexp(x, x.dim(1).extent(), kRowsPerChunk);
+    out = op.out;
+    const TranscendentalEstimates e;
+    x.set_estimates(e.matrix());
+    out.set_estimates(e.reduced());
+    apply_schedule<sched::TranscendentalKnobs>(op, this->get_target(), knobs);
+  }
+};
+
+}  // namespace
+}  // namespace hpipe
+
+HPIPE_REGISTER_GENERATOR(hpipe::ExpGenerator, math_exp)
+HPIPE_REGISTER_GENERATOR(hpipe::LogGenerator, math_log)
+HPIPE_REGISTER_GENERATOR(hpipe::ErfGenerator, math_erf)
+HPIPE_REGISTER_GENERATOR(hpipe::LogSumExpGenerator, math_logsumexp)

@@ -1,0 +1,80 @@
+// Transcendentals with stated accuracy: elementwise exp, log, erf and the reduction logsumexp,
+// in float32 and float64, on the CPU (AVX-512 / AVX2 / SSE4.1) and CUDA.
+//
+// Accuracy, as the largest error against the exact value in units of the result's last place
+// (ULP). float32: every one of the 2^32 inputs (HPIPE_EXHAUSTIVE=1 ./hpipe_tests, against double);
+// float64: 2.2-2.6 million random points per function over the range and its special regions
+// (the reduction intervals, denormals, the polynomial breaks), against long double. Measured on
+// the AVX-512 code. tests/test_math.cpp also runs the AVX2 and SSE4.1 code on a subset (every
+// 9973rd float32 pattern, 200 000 float64 points): the same maxima as the AVX-512 code there.
+//
+//   function  type     max ULP  at x =                 valid range
+//   exp       float32  0.764    -87.7155304 (denormal) all x; +inf above 88.7228394, denormal
+//                                                      results below -87.3365479, 0 below -103.972
+//             float64  0.768    -708.783534463853      all x; +inf above 709.782712893384,
+//                                                      denormal below -708.396, 0 below -745.133
+//   log       float32  0.576    1.4129945              x >= 0, denormals included
+//             float64  0.820    1.41329209071317       x >= 0, denormals included
+//   erf       float32  0.519    0.225274161            all x (+-1 from |x| >= 3.95)
+//             float64  1.355    0.961332264363358      all x (+-1 from |x| >= 6)
+//
+// float64 functions and float32 exp are computed under strict_float and give the same bits on
+// every CPU target (float32 log and erf: double with FMA where the target has it, then rounded). CUDA kernels use the same algorithms; their accuracy has not been measured on a GPU
+// (none was available), and the CUDA backend contracts into FMA, so results may differ slightly.
+//
+// Special values as C's <cmath>: exp(+inf) = +inf, exp(-inf) = 0, overflow -> +inf, underflow ->
+// 0 (gradually, through the denormals); log(0) = -inf, log(x < 0) = NaN, log(+inf) = +inf;
+// erf(+-inf) = +-1, erf(-0) = -0; NaN propagates everywhere.
+//
+// Elementwise ops take views of any rank 1..4; x and y have the same shape. Dense C-order views
+// run as one flat kernel call (in pieces of 2^27 elements); other strides run row by row.
+// Outputs must not overlap inputs. Inputs are never modified.
+//
+// logsumexp(x, axis) = log(sum(exp(x), axis)), computed like scipy.special.logsumexp(x, axis):
+// shifted by the maximum; a row of all -inf gives -inf, any +inf entry gives +inf, NaN propagates.
+// It reads x once (chunks of rows are folded into a running (max, sum) per output element) and
+// accumulates in double. float32 result: within 1 ULP plus 2^-30 absolute of the exact value
+// (each exp term is good to 2^-31, which shows only where the result nearly cancels to 0);
+// float64: within (n + 4) 2^-53 (1 + |result|) for a reduction of n elements. The output has x's
+// shape without `axis` (scipy's keepdims=False); negative axes count from the end. Reducing the
+// last (contiguous) axis goes through a transposed temporary copy of x (one extra pass).
+#pragma once
+
+#include <cstdint>
+
+#include "hpipe/device.h"
+#include "hpipe/view.h"
+
+namespace hpipe {
+
+#define HPIPE_MATH_ELEMENTWISE_DECLARE(T, N)                                                 \
+  void exp(View<const T, N> x, View<T, N> y, const Options &options = {});                   \
+  void log(View<const T, N> x, View<T, N> y, const Options &options = {});                   \
+  void erf(View<const T, N> x, View<T, N> y, const Options &options = {});                   \
+  /* Allocating forms: return a new host array (x must be host memory). */                  \
+  Array<T, N> exp(View<const T, N> x, const Options &options = {});                          \
+  Array<T, N> log(View<const T, N> x, const Options &options = {});                          \
+  Array<T, N> erf(View<const T, N> x, const Options &options = {});
+
+#define HPIPE_MATH_REDUCE_DECLARE(T, N)                                                      \
+  void logsumexp(View<const T, N> x, int axis, View<T, N - 1> out, const Options &options = {}); \
+  Array<T, N - 1> logsumexp(View<const T, N> x, int axis, const Options &options = {});
+
+#define HPIPE_MATH_DECLARE(T)                                   \
+  HPIPE_MATH_ELEMENTWISE_DECLARE(T, 1)                          \
+  HPIPE_MATH_ELEMENTWISE_DECLARE(T, 2)                          \
+  HPIPE_MATH_ELEMENTWISE_DECLARE(T, 3)                          \
+  HPIPE_MATH_ELEMENTWISE_DECLARE(T, 4)                          \
+  HPIPE_MATH_REDUCE_DECLARE(T, 2)                               \
+  HPIPE_MATH_REDUCE_DECLARE(T, 3)                               \
+  HPIPE_MATH_REDUCE_DECLARE(T, 4)                               \
+  /* The whole of a 1-D array, as a number. */ \
+  T logsumexp(View<const T, 1> x, const Options &options = {});
+
+HPIPE_MATH_DECLARE(float)
+HPIPE_MATH_DECLARE(double)
+#undef HPIPE_MATH_DECLARE
+#undef HPIPE_MATH_REDUCE_DECLARE
+#undef HPIPE_MATH_ELEMENTWISE_DECLARE
+
+}  // namespace hpipe

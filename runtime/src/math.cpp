@@ -1,0 +1,255 @@
+#include "hpipe/math.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "call.h"
+#include "hpipe_math_erf_f32_cpu.h"
+#include "hpipe_math_erf_f64_cpu.h"
+#include "hpipe_math_exp_f32_cpu.h"
+#include "hpipe_math_exp_f64_cpu.h"
+#include "hpipe_math_log_f32_cpu.h"
+#include "hpipe_math_log_f64_cpu.h"
+#include "hpipe_math_logsumexp_f32_cpu.h"
+#include "hpipe_math_logsumexp_f64_cpu.h"
+#ifdef HPIPE_HAVE_CUDA
+#include "hpipe_math_erf_f32_cuda.h"
+#include "hpipe_math_erf_f64_cuda.h"
+#include "hpipe_math_exp_f32_cuda.h"
+#include "hpipe_math_exp_f64_cuda.h"
+#include "hpipe_math_log_f32_cuda.h"
+#include "hpipe_math_log_f64_cuda.h"
+#include "hpipe_math_logsumexp_f32_cuda.h"
+#include "hpipe_math_logsumexp_f64_cuda.h"
+#endif
+#include "kernels.h"
+
+namespace hpipe {
+
+using detail::Call;
+using detail::shape_string;
+
+namespace {
+
+template <class T>
+struct MathKernels;
+
+#define HPIPE_MATH_KERNELS(T, suffix)                                            \
+  template <>                                                                    \
+  struct MathKernels<T> {                                                        \
+    static constexpr auto exp = HPIPE_KERNEL(hpipe_math_exp_##suffix);             \
+    static constexpr auto log = HPIPE_KERNEL(hpipe_math_log_##suffix);             \
+    static constexpr auto erf = HPIPE_KERNEL(hpipe_math_erf_##suffix);             \
+    static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix); \
+  };
+HPIPE_MATH_KERNELS(float, f32)
+HPIPE_MATH_KERNELS(double, f64)
+#undef HPIPE_MATH_KERNELS
+
+// Elements of one elementwise kernel call: keeps every buffer under Halide's 2 GiB.
+constexpr std::int64_t kPieceElements = std::int64_t(1) << 27;
+
+template <class V>
+bool dense(const V &v) {
+  return v.strides() == V::dense_strides(v.shape());
+}
+
+// Extent and stride of dimensions [first, last) merged into one, if their strides allow it.
+struct Merged {
+  std::int64_t extent = 1, stride = 1;
+  bool ok = true;
+};
+template <class V>
+Merged merge(const V &v, int first, int last) {
+  Merged m;
+  if (first >= last) return m;
+  m.extent = v.shape(last - 1);
+  m.stride = v.stride(last - 1);
+  for (int d = last - 2; d >= first; d--) {
+    if (v.shape(d) == 1) continue;
+    if (m.extent > 1 && v.stride(d) != m.stride * m.extent) m.ok = false;
+    if (m.extent == 1) m.stride = v.stride(d);
+    m.extent *= v.shape(d);
+  }
+  return m;
+}
+
+template <class T, class K>
+void run_elementwise_1d(const char *op, const K &kernel, View<const T, 1> x, View<T, 1> y, const Options &options) {
+  Call call(op, options);
+  auto xa = call.input("x", x);
+  auto ya = call.output("y", y);
+  call.run(kernel, xa, ya);
+}
+
+template <class T, int N, class K>
+void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N> y, const Options &options) {
+  if (x.shape() != y.shape())
+    throw Error(std::string("hpipe::") + op + ": y: expected shape " + shape_string(x.shape()) +
+                " (the shape of x), got " + shape_string(y.shape()));
+  if (dense(x) && dense(y) && x.size() > 0) {
+    for (std::int64_t first = 0; first < x.size(); first += kPieceElements) {
+      const std::int64_t n = std::min(kPieceElements, x.size() - first);
+      run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data() + first, {n}, x.memory()),
+                            View<T, 1>(y.data() + first, {n}, y.memory()), options);
+    }
+    return;
+  }
+  // Any other layout: one call per innermost row (a strided row is copied densely by Call).
+  std::array<std::int64_t, N> index{};
+  const std::int64_t rows = x.size() / std::max<std::int64_t>(1, x.shape(N - 1));
+  for (std::int64_t r = 0; r < std::max<std::int64_t>(rows, 1); r++) {
+    std::int64_t xo = 0, yo = 0;
+    for (int d = 0; d < N - 1; d++) xo += index[d] * x.stride(d), yo += index[d] * y.stride(d);
+    run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data() + xo, {x.shape(N - 1)}, {x.stride(N - 1)}, x.memory()),
+                          View<T, 1>(y.data() + yo, {y.shape(N - 1)}, {y.stride(N - 1)}, y.memory()), options);
+    for (int d = N - 2; d >= 0; d--) {
+      if (++index[d] < x.shape(d)) break;
+      index[d] = 0;
+    }
+  }
+}
+
+// A dense C-order copy of a host view.
+template <class T, int N>
+Array<std::remove_const_t<T>, N> dense_copy(const View<T, N> &v) {
+  Array<std::remove_const_t<T>, N> a(v.shape());
+  std::array<std::int64_t, N> index{};
+  for (std::int64_t n = 0; n < v.size(); n++) {
+    std::int64_t offset = 0;
+    for (int d = 0; d < N; d++) offset += index[d] * v.stride(d);
+    a.data()[n] = v.data()[offset];
+    for (int d = N - 1; d >= 0; d--) {
+      if (++index[d] < v.shape(d)) break;
+      index[d] = 0;
+    }
+  }
+  return a;
+}
+
+template <class T, int N>
+std::array<std::int64_t, N - 1> without_axis(const std::array<std::int64_t, N> &shape, int axis) {
+  std::array<std::int64_t, N - 1> out{};
+  for (int d = 0, j = 0; d < N; d++)
+    if (d != axis) out[j++] = shape[d];
+  return out;
+}
+
+template <class T, int N>
+int normalized_axis(const char *op, int axis) {
+  if (axis < -N || axis >= N)
+    throw Error(std::string("hpipe::") + op + ": axis: expected an axis in [" + std::to_string(-N) + ", " +
+                std::to_string(N) + ") for a " + std::to_string(N) + "-D x, got " + std::to_string(axis));
+  return axis < 0 ? axis + N : axis;
+}
+
+// x as (outer, n, inner) and out as (outer, inner), NumPy order; dense copies where the strides
+// of x (or out) cannot be merged so.
+template <class T, int N>
+void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Options &options) {
+  const char *op = "logsumexp";
+  axis = normalized_axis<T, N>(op, axis);
+  const auto expected = without_axis<T, N>(x.shape(), axis);
+  if (out.shape() != expected)
+    throw Error(std::string("hpipe::") + op + ": out: expected shape " + shape_string(expected) + " (x of shape " +
+                shape_string(x.shape()) + " without axis " + std::to_string(axis) + "), got " +
+                shape_string(out.shape()));
+  const Merged xo = merge(x, 0, axis), xi = merge(x, axis + 1, N);
+  const Merged oo = merge(out, 0, axis), oi = merge(out, axis, N - 1);
+  if (!xo.ok || !xi.ok) {
+    if (x.memory() != Memory::host)
+      throw Error(std::string("hpipe::") + op + ": x: in CUDA memory, the dimensions before and after the axis "
+                                                "must each merge into one (C-order within each group)");
+    const auto copy = dense_copy(x);
+    return logsumexp_impl<T, N>(copy.view(), axis, out, options);
+  }
+  if (!oo.ok || !oi.ok) {
+    if (out.memory() != Memory::host)
+      throw Error(std::string("hpipe::") + op + ": out: in CUDA memory, it must be C-order dense");
+    Array<T, N - 1> tmp(out.shape());
+    logsumexp_impl<T, N>(x, axis, tmp.view(), options);
+    std::array<std::int64_t, N - 1> index{};
+    for (std::int64_t n = 0; n < tmp.size(); n++) {
+      std::int64_t offset = 0;
+      for (int d = 0; d < N - 1; d++) offset += index[d] * out.stride(d);
+      out.data()[offset] = tmp.data()[n];
+      for (int d = N - 2; d >= 0; d--) {
+        if (++index[d] < out.shape(d)) break;
+        index[d] = 0;
+      }
+    }
+    return;
+  }
+  if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
+    // Reducing along rows (the last axis): the kernel vectorizes across its inner dimension, so
+    // give it the transpose, (n, outer), made in cache-sized blocks. One extra pass over x.
+    const std::int64_t n = x.shape(axis), rows = xo.extent;
+    Array<T, 2> t({n, rows});
+    constexpr std::int64_t kBlock = 64;
+    for (std::int64_t r0 = 0; r0 < rows; r0 += kBlock)
+      for (std::int64_t c0 = 0; c0 < n; c0 += kBlock)
+        for (std::int64_t r = r0; r < std::min(rows, r0 + kBlock); r++)
+          for (std::int64_t c = c0; c < std::min(n, c0 + kBlock); c++)
+            t.data()[c * rows + r] = x.data()[r * xo.stride + c * x.stride(axis)];
+    Call call(op, options);
+    auto xa = call.input("x", View<const T, 3>(t.data(), {1, n, rows}));
+    auto oa = call.output("out", View<T, 2>(out.data(), {1, rows}, {0, oo.stride}, out.memory()));
+    call.run(MathKernels<T>::logsumexp, xa, oa);
+    return;
+  }
+  Call call(op, options);
+  const View<const T, 3> x3(x.data(), {xo.extent, x.shape(axis), xi.extent}, {xo.stride, x.stride(axis), xi.stride},
+                            x.memory());
+  const View<T, 2> o2(out.data(), {oo.extent, oi.extent}, {oo.stride, oi.stride}, out.memory());
+  auto xa = call.input("x", x3);
+  auto oa = call.output("out", o2);
+  call.run(MathKernels<T>::logsumexp, xa, oa);
+}
+
+template <class T>
+T logsumexp_all(View<const T, 1> x, const Options &options) {
+  const View<const T, 2> x2(x.data(), {1, x.shape(0)}, {0, x.stride(0)}, x.memory());
+  T result = 0;
+  logsumexp_impl<T, 2>(x2, 1, View<T, 1>(&result, {1}), options);
+  return result;
+}
+
+}  // namespace
+
+#define HPIPE_MATH_ELEMENTWISE_DEFINE(T, N, fn)                                       \
+  void fn(View<const T, N> x, View<T, N> y, const Options &o) {                       \
+    elementwise<T, N>(#fn, MathKernels<T>::fn, x, y, o);                      \
+  }                                                                                   \
+  Array<T, N> fn(View<const T, N> x, const Options &o) {                              \
+    Array<T, N> y(x.shape());                                                         \
+    fn(x, y.view(), o);                                                               \
+    return y;                                                                         \
+  }
+#define HPIPE_MATH_RANK_DEFINE(T, N)       \
+  HPIPE_MATH_ELEMENTWISE_DEFINE(T, N, exp) \
+  HPIPE_MATH_ELEMENTWISE_DEFINE(T, N, log) \
+  HPIPE_MATH_ELEMENTWISE_DEFINE(T, N, erf)
+#define HPIPE_MATH_REDUCE_DEFINE(T, N)                                                  \
+  void logsumexp(View<const T, N> x, int axis, View<T, N - 1> out, const Options &o) { \
+    logsumexp_impl<T, N>(x, axis, out, o);                                              \
+  }                                                                                     \
+  Array<T, N - 1> logsumexp(View<const T, N> x, int axis, const Options &o) {          \
+    Array<T, N - 1> out(without_axis<T, N>(x.shape(), normalized_axis<T, N>("logsumexp", axis))); \
+    logsumexp_impl<T, N>(x, axis, out.view(), o);                                       \
+    return out;                                                                         \
+  }
+#define HPIPE_MATH_DEFINE(T)                                                              \
+  HPIPE_MATH_RANK_DEFINE(T, 1)                                                            \
+  HPIPE_MATH_RANK_DEFINE(T, 2)                                                            \
+  HPIPE_MATH_RANK_DEFINE(T, 3)                                                            \
+  HPIPE_MATH_RANK_DEFINE(T, 4)                                                            \
+  HPIPE_MATH_REDUCE_DEFINE(T, 2)                                                          \
+  HPIPE_MATH_REDUCE_DEFINE(T, 3)                                                          \
+  HPIPE_MATH_REDUCE_DEFINE(T, 4)                                                          \
+  T logsumexp(View<const T, 1> x, const Options &o) { return logsumexp_all<T>(x, o); }
+
+HPIPE_MATH_DEFINE(float)
+HPIPE_MATH_DEFINE(double)
+
+}  // namespace hpipe

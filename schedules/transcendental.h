@@ -1,0 +1,45 @@
+// CPU-vector and CUDA schedules of the transcendental family (algorithms: generators/transcendental.h).
+#pragma once
+
+#include "generators/transcendental.h"
+#include "schedules/knobs.h"
+
+namespace hpipe::sched {
+
+struct TranscendentalCpuKnobs {
+  int vector_factor = 1;            // vector width in multiples of the target's natural float width
+  int elements_per_task = 1 << 16;  // elementwise: elements one parallel task covers
+  int columns_per_task = 1024;      // logsumexp: columns (i) one task folds over every row
+
+  template <class F>
+  void visit(F &&f) {
+    f("vector_factor", vector_factor, Candidates{1, 2, 4});
+    f("elements_per_task", elements_per_task, Candidates{1 << 12, 1 << 14, 1 << 16, 1 << 18});
+    f("columns_per_task", columns_per_task, Candidates{256, 512, 1024, 2048, 4096});
+  }
+  bool valid() const { return vector_factor >= 1 && elements_per_task >= 64 && columns_per_task >= 64; }
+};
+
+struct TranscendentalCudaKnobs {
+  int block = 256;  // threads of a block
+
+  template <class F>
+  void visit(F &&f) {
+    f("block", block, Candidates{64, 128, 256, 512, 1024});
+  }
+  bool valid() const { return block >= 32 && block <= 1024; }
+};
+
+void schedule_cpu(alg::Elementwise op, const Halide::Target &t, const TranscendentalCpuKnobs &k);
+void schedule_cpu(alg::LogSumExp op, const Halide::Target &t, const TranscendentalCpuKnobs &k);
+
+void schedule_cuda(alg::Elementwise op, const Halide::Target &t, const TranscendentalCudaKnobs &k);
+void schedule_cuda(alg::LogSumExp op, const Halide::Target &t, const TranscendentalCudaKnobs &k);
+
+// The knob structs each backend of the family reads (used by the generators and the tuner).
+struct TranscendentalKnobs {
+  using Cpu = TranscendentalCpuKnobs;
+  using Cuda = TranscendentalCudaKnobs;
+};
+
+}  // namespace hpipe::sched

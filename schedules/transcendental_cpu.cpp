@@ -1,0 +1,49 @@
+// CPU-vector schedules of the transcendental family.
+//
+// Measured on a 2-core Xeon (Cascade Lake, AVX-512, KVM), 2 threads, default knobs, 10^8 elements:
+// see README "Performance" (numbers from `make bench`).
+#include <algorithm>
+
+#include "schedules/common.h"
+#include "schedules/transcendental.h"
+
+namespace hpipe::sched {
+
+using namespace Halide;
+
+// Elementwise: vectors, grouped into tasks of about `elements_per_task` elements. (Splitting into
+// tasks first and guarding there made the last task run all its vectors, masked, past the end.)
+void schedule_cpu(alg::Elementwise op, const Target &t, const TranscendentalCpuKnobs &k) {
+  const int lanes = vector_lanes(t, value_type(op.y), k.vector_factor);
+  Var i = arg(op.y, 0), v("v"), lane("lane"), task("task");
+  op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf)
+      .split(v, task, v, std::max(1, k.elements_per_task / lanes), TailStrategy::GuardWithIf)
+      .parallel(task)
+      .vectorize(lane);
+}
+
+// logsumexp: a task is `columns_per_task` columns (i) of one outer slice (o). For each chunk of
+// rows, the chunk's maximum and then its sum of exponentials are computed across the whole width
+// of the task (rows read contiguously; the chunk is re-read from cache for the sum), then folded
+// into the running (shift, sum) of the task's columns. Every stage is vectorized across columns.
+void schedule_cpu(alg::LogSumExp op, const Target &t, const TranscendentalCpuKnobs &k) {
+  const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
+  Var i = arg(op.out, 0), o = arg(op.out, 1), io("io"), ii("ii"), task("task");
+  op.out.split(i, io, ii, k.columns_per_task, TailStrategy::GuardWithIf)
+      .reorder(ii, io, o)
+      .fuse(io, o, task)
+      .parallel(task)
+      .vectorize(ii, lanes, TailStrategy::GuardWithIf);
+
+  RVar chunk = op.chunks.x, row = op.chunk_rows.x;
+  Var ri = arg(op.running, 0), ro = arg(op.running, 1);
+  op.running.compute_at(op.out, task).vectorize(ri, lanes, TailStrategy::GuardWithIf);
+  op.running.update().reorder(ri, ro, chunk).vectorize(ri, lanes, TailStrategy::GuardWithIf);
+  for (Func f : {op.chunk_max, op.chunk_sum}) {
+    Var fi = arg(f, 0);
+    f.compute_at(op.running, chunk).vectorize(fi, lanes, TailStrategy::GuardWithIf);
+    f.update().reorder(fi, row).vectorize(fi, lanes, TailStrategy::GuardWithIf);
+  }
+}
+
+}  // namespace hpipe::sched

@@ -1,0 +1,406 @@
+// Transcendentals: ULP error against higher-precision references over the input range, special
+// values, ranks and strides, logsumexp against a scipy-like reference, and bad input.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "reference/math_reference.h"
+#include "test_util.h"
+
+namespace hpipe::test {
+namespace {
+
+using reference::Fn;
+
+// The accuracy contract of hpipe/math.h (the targets), in ULP of the result.
+struct UlpContract {
+  double exp, log, erf;
+  double of(Fn fn) const { return fn == Fn::exp ? exp : fn == Fn::log ? log : erf; }
+};
+constexpr UlpContract kUlpContract{1.0, 1.0, 1.5};
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+template <class T>
+const char *type_name() {
+  return sizeof(T) == 4 ? "float32" : "float64";
+}
+
+template <class T, int N>
+void apply(Fn fn, View<const T, N> x, View<T, N> y, const Options &o = {Device::cpu}) {
+  switch (fn) {
+    case Fn::exp:
+      return hpipe::exp(x, y, o);
+    case Fn::log:
+      return hpipe::log(x, y, o);
+    case Fn::erf:
+      return hpipe::erf(x, y, o);
+  }
+}
+
+// The largest ULP error seen, and where.
+template <class T>
+struct UlpReport {
+  long double worst = 0;
+  T at = 0;
+  std::int64_t count = 0;
+  void add(T x, T y, long double exact) {
+    const long double e = reference::ulp_error<T>(y, exact);
+    count++;
+    if (e > worst) worst = e, at = x;
+  }
+  std::string describe(Fn fn) const {
+    std::ostringstream s;
+    s << type_name<T>() << " " << reference::name(fn) << ": max " << std::setprecision(4) << double(worst)
+      << " ULP at x = " << std::setprecision(sizeof(T) == 4 ? 9 : 17) << double(at) << " over " << count
+      << " values";
+    return s.str();
+  }
+  void report(Fn fn, const char *what) const {
+    std::cout << "[ ULP " << what << " ] " << describe(fn) << "\n";
+    ::testing::Test::RecordProperty(std::string(type_name<T>()) + "_" + reference::name(fn) + "_max_ulp",
+                                    std::to_string(double(worst)));
+  }
+};
+
+// Runs fn over `xs` (in calls of up to 2^22 elements, outputs poisoned) and collects the errors.
+template <class T>
+void measure(Fn fn, const std::vector<T> &xs, UlpReport<T> &report) {
+  const std::int64_t n = static_cast<std::int64_t>(xs.size());
+  auto y = poisoned<T, 1>({n});
+  apply<T, 1>(fn, View<const T, 1>(xs.data(), {n}), y.view());
+  for (std::int64_t i = 0; i < n; i++) report.add(xs[i], y.data()[i], reference::exact(fn, xs[i]));
+}
+
+// Every `stride`-th float32 bit pattern, all signs, exponents, NaNs and infinities included.
+UlpReport<float> sweep_float32(Fn fn, std::uint64_t stride) {
+  UlpReport<float> report;
+  const std::size_t chunk = std::size_t(1) << 22;
+  std::vector<float> xs;
+  xs.reserve(chunk);
+  for (std::uint64_t p = 0; p < (std::uint64_t(1) << 32); p += stride) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(p);
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    xs.push_back(x);
+    if (xs.size() == chunk) measure(fn, xs, report), xs.clear();
+  }
+  if (!xs.empty()) measure(fn, xs, report);
+  return report;
+}
+
+class MathUlpFloat32 : public ::testing::TestWithParam<Fn> {};
+
+// CI: every 97th bit pattern (44 million values per function, a few seconds).
+TEST_P(MathUlpFloat32, StridedSweepOfAllBitPatterns) {
+  const auto report = sweep_float32(GetParam(), 97);
+  report.report(GetParam(), "float32 every 97th pattern");
+  EXPECT_LE(double(report.worst), kUlpContract.of(GetParam())) << report.describe(GetParam());
+}
+
+// All 2^32 patterns: minutes per function on two cores, so only when HPIPE_EXHAUSTIVE=1.
+TEST_P(MathUlpFloat32, ExhaustiveSweep) {
+  const char *on = std::getenv("HPIPE_EXHAUSTIVE");
+  if (!on || std::string(on) != "1") GTEST_SKIP() << "takes minutes per function; set HPIPE_EXHAUSTIVE=1 to run";
+  const auto report = sweep_float32(GetParam(), 1);
+  report.report(GetParam(), "float32 exhaustive");
+  EXPECT_LE(double(report.worst), kUlpContract.of(GetParam())) << report.describe(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Math, MathUlpFloat32, ::testing::Values(Fn::exp, Fn::log, Fn::erf),
+                         [](const auto &info) { return std::string(reference::name(info.param)); });
+
+// float64 samples: uniform over ranges, and log-uniform magnitudes (random exponent in
+// [e_lo, e_hi] and mantissa, random sign when `signed_`), which reach the tiny and denormal inputs.
+struct Uniform {
+  double lo, hi;
+  int count;
+};
+struct LogUniform {
+  int e_lo, e_hi;
+  bool signed_;
+  int count;
+};
+
+std::vector<double> samples(const std::vector<Uniform> &uniform, const std::vector<LogUniform> &log_uniform,
+                            std::uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> xs;
+  for (const auto &u : uniform) {
+    std::uniform_real_distribution<double> d(u.lo, u.hi);
+    for (int i = 0; i < u.count; i++) xs.push_back(d(rng));
+  }
+  for (const auto &l : log_uniform) {
+    std::uniform_int_distribution<int> e(l.e_lo, l.e_hi);
+    std::uniform_real_distribution<double> m(1.0, 2.0);
+    for (int i = 0; i < l.count; i++) {
+      const double x = std::ldexp(m(rng), e(rng));  // below 2^-1022 this rounds into the denormals
+      xs.push_back(l.signed_ && (rng() & 1) ? -x : x);
+    }
+  }
+  return xs;
+}
+
+std::vector<double> float64_samples(Fn fn) {
+  switch (fn) {
+    case Fn::exp:  // all of the finite range, the reduction's |r| <= ln2/2, denormal results, overflow
+      return samples({{-746, 710, 1000000}, {-1, 1, 1000000}, {-745.2, -708, 200000}, {700, 709.8, 100000}},
+                     {{-80, 0, true, 300000}}, 1);
+    case Fn::log:  // every exponent (denormals too), m on both sides of sqrt(2), near 1
+      return samples({{0.5, 2, 1000000}, {0.999, 1.001, 300000}, {1e-300, 1e300, 100000}},
+                     {{-1074, 1023, false, 1000000}}, 2);
+    case Fn::erf:  // the polynomial regions and their breaks, tiny inputs, the tails
+      return samples({{-6.5, 6.5, 1000000}, {0.95, 1.05, 200000}, {1.45, 1.55, 100000}, {1.95, 2.05, 100000},
+                      {2.7, 2.8, 100000}, {3.7, 3.8, 100000}, {5.9, 6.1, 100000}},
+                     {{-1074, 2, true, 500000}}, 3);
+  }
+  return {};
+}
+
+class MathUlpFloat64 : public ::testing::TestWithParam<Fn> {};
+
+TEST_P(MathUlpFloat64, DenseRandomSampling) {
+  UlpReport<double> report;
+  measure(GetParam(), float64_samples(GetParam()), report);
+  report.report(GetParam(), "float64 sampled");
+  EXPECT_LE(double(report.worst), kUlpContract.of(GetParam())) << report.describe(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Math, MathUlpFloat64, ::testing::Values(Fn::exp, Fn::log, Fn::erf),
+                         [](const auto &info) { return std::string(reference::name(info.param)); });
+
+// The accuracy contract on whichever CPU variant this process runs: ctest runs the suite again
+// with HPIPE_CPU_LIMIT=avx2 and =sse41 (tests/CMakeLists.txt), which covers the FMA-less path.
+TEST(MathOnCpuVariant, AccuracyHolds) {
+  const char *what = cpu_limit() == CpuLimit::none ? "best variant" : cpu_limit() == CpuLimit::avx2 ? "AVX2" : "SSE4.1";
+  for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
+    const auto f32 = sweep_float32(fn, 9973);
+    auto xs = float64_samples(fn);
+    xs.resize(200000);
+    UlpReport<double> f64;
+    measure(fn, xs, f64);
+    f32.report(fn, what);
+    f64.report(fn, what);
+    EXPECT_LE(double(f32.worst), kUlpContract.of(fn)) << what << ": " << f32.describe(fn);
+    EXPECT_LE(double(f64.worst), kUlpContract.of(fn)) << what << ": " << f64.describe(fn);
+  }
+}
+
+template <class T>
+class MathTyped : public ::testing::Test {};
+using ElementTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(MathTyped, ElementTypes);
+
+// Special values are exactly C's: infinities, zeros (with their sign), NaN, the overflow and
+// underflow edges and the denormals.
+TYPED_TEST(MathTyped, SpecialValuesAsCmath) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const T tiny = std::numeric_limits<T>::denorm_min(), big = std::numeric_limits<T>::max();
+  const T overflow = sizeof(T) == 4 ? T(88.7228394) : T(709.782712893384);
+  const T underflow = sizeof(T) == 4 ? T(-103.972084) : T(-745.1332191019411);
+  const std::vector<T> xs = {0,     -T(0),     inf,       -inf,   nan,       tiny, -tiny, big, -big, 1, -1,
+                             overflow, std::nextafter(overflow, inf), underflow, std::nextafter(underflow, -inf),
+                             T(-87.5), T(-700.5), T(1e-30), T(-1e-30), T(4.5), T(-6.25)};
+  for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
+    SCOPED_TRACE(reference::name(fn));
+    const auto n = static_cast<std::int64_t>(xs.size());
+    auto y = poisoned<T, 1>({n});
+    apply<T, 1>(fn, View<const T, 1>(xs.data(), {n}), y.view());
+    for (std::int64_t i = 0; i < n; i++) {
+      const T want = static_cast<T>(reference::exact(fn, xs[i]));
+      const T got = y.data()[i];
+      if (std::isnan(want) || std::isinf(want) || want == 0 || want == 1 || want == -1) {
+        // Exact results: the same value, the same sign of zero, NaN for NaN.
+        EXPECT_TRUE((std::isnan(want) && std::isnan(got)) || (got == want && std::signbit(got) == std::signbit(want)))
+            << reference::name(fn) << "(" << xs[i] << ") = " << got << ", expected " << want;
+      } else {
+        EXPECT_LE(double(reference::ulp_error<T>(got, reference::exact(fn, xs[i]))), kUlpContract.of(fn))
+            << reference::name(fn) << "(" << xs[i] << ") = " << got;
+      }
+    }
+  }
+}
+
+// Any rank, dense or strided, gives the same bits as the flat call; inputs stay untouched.
+TYPED_TEST(MathTyped, RanksAndStridesMatchFlatCall) {
+  using T = TypeParam;
+  const auto x3 = random_array<T, 3>({3, 5, 7}, 11, -3.0, 3.0);
+  for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
+    SCOPED_TRACE(reference::name(fn));
+    auto flat = poisoned<T, 1>({x3.size()});
+    apply<T, 1>(fn, View<const T, 1>(x3.data(), {x3.size()}), flat.view());
+    auto y3 = poisoned<T, 3>({3, 5, 7});
+    apply<T, 3>(fn, x3.view(), y3.view());
+    EXPECT_EQ(0, std::memcmp(flat.data(), y3.data(), sizeof(T) * x3.size()));
+
+    // Every other element of a wider array, into a transposed output.
+    auto wide = random_array<T, 2>({5, 14}, 12, -3.0, 3.0);
+    const View<const T, 2> strided(wide.data(), {5, 7}, {14, 2});
+    auto yt = poisoned<T, 2>({7, 5});
+    const View<T, 2> transposed(yt.data(), {5, 7}, {1, 5});
+    apply<T, 2>(fn, strided, transposed);
+    const auto copy = wide;
+    for (int r = 0; r < 5; r++)
+      for (int c = 0; c < 7; c++) {
+        const T x = strided(r, c);
+        auto one = poisoned<T, 1>({1});
+        apply<T, 1>(fn, View<const T, 1>(&x, {1}), one.view());
+        EXPECT_TRUE(std::memcmp(&one.data()[0], &transposed(r, c), sizeof(T)) == 0) << r << ", " << c;
+      }
+    EXPECT_EQ(0, std::memcmp(wide.data(), copy.data(), sizeof(T) * wide.size())) << "x was modified";
+
+    const auto x4 = random_array<T, 4>({2, 3, 1, 9}, 13, 0.1, 9.0);
+    auto y4 = poisoned<T, 4>({2, 3, 1, 9});
+    apply<T, 4>(fn, x4.view(), y4.view());
+    auto flat4 = poisoned<T, 1>({x4.size()});
+    apply<T, 1>(fn, View<const T, 1>(x4.data(), {x4.size()}), flat4.view());
+    EXPECT_EQ(0, std::memcmp(flat4.data(), y4.data(), sizeof(T) * x4.size()));
+  }
+}
+
+TYPED_TEST(MathTyped, AllocatingFormsMatch) {
+  using T = TypeParam;
+  const auto x = random_array<T, 2>({4, 9}, 14, 0.05, 2.0);
+  auto y = poisoned<T, 2>({4, 9});
+  hpipe::log(x.view(), y.view(), {Device::cpu});
+  EXPECT_EQ(to_doubles(hpipe::log(x.view(), {Device::cpu})), to_doubles(y));
+}
+
+TYPED_TEST(MathTyped, BadArguments) {
+  using T = TypeParam;
+  auto x = random_array<T, 2>({3, 4}, 15);
+  auto y = poisoned<T, 2>({4, 3});
+  EXPECT_HPIPE_ERROR(hpipe::exp(x.view(), y.view()), "hpipe::exp", "y", "expected shape (3, 4)", "got (4, 3)");
+  EXPECT_HPIPE_ERROR(hpipe::erf(x.view(), x.view()), "hpipe::erf", "y", "overlaps input x");
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(x.view(), 2), "hpipe::logsumexp", "axis", "[-2, 2)", "got 2");
+  auto out = poisoned<T, 1>({4});
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(x.view(), 1, out.view()), "hpipe::logsumexp", "out", "expected shape (3,)",
+                     "got (4,)");
+}
+
+// ---------------------------------------------------------------- logsumexp
+
+// The contract of hpipe/math.h. float32: 1 ULP, plus 2^-30 absolute (each exp term is good to
+// 2^-31, which shows where the result nearly cancels to 0); float64: the naive sum's error.
+template <class T>
+Tolerance logsumexp_tolerance(std::int64_t n) {
+  const double sum_error = double(n + 4) * std::ldexp(1.0, -53);
+  return sizeof(T) == 4 ? Tolerance{std::ldexp(1.0, -30), epsilon<float>()} : Tolerance{sum_error, sum_error};
+}
+
+// Checks logsumexp over `axis` of a C-order array of `shape` against the reference.
+template <class T, int N>
+void check_logsumexp(const Array<T, N> &x, int axis, Device device = Device::cpu) {
+  std::ostringstream trace;
+  trace << "shape (";
+  for (int d = 0; d < N; d++) trace << (d ? ", " : "") << x.shape(d);
+  trace << "), axis " << axis;
+  SCOPED_TRACE(trace.str());
+  const int a = axis < 0 ? axis + N : axis;
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < a; d++) outer *= x.shape(d);
+  for (int d = a + 1; d < N; d++) inner *= x.shape(d);
+  typename Array<T, N - 1>::Extents out_shape{};
+  for (int d = 0, j = 0; d < N; d++)
+    if (d != a) out_shape[j++] = x.shape(d);
+  auto out = poisoned<T, N - 1>(out_shape);
+  const Array<T, N> before = x;
+  hpipe::logsumexp(x.view(), axis, out.view(), {device});
+  const auto expected = reference::logsumexp(to_doubles(x), outer, x.shape(a), inner);
+  // Finite results within tolerance; -inf, +inf and NaN exactly.
+  const auto got = to_doubles(out);
+  std::vector<double> got_finite, expected_finite;
+  for (std::size_t i = 0; i < got.size(); i++) {
+    if (std::isfinite(expected[i])) {
+      got_finite.push_back(got[i]), expected_finite.push_back(expected[i]);
+    } else {
+      EXPECT_TRUE((std::isnan(expected[i]) && std::isnan(got[i])) || got[i] == expected[i])
+          << "at " << i << ": got " << got[i] << ", expected " << expected[i];
+    }
+  }
+  EXPECT_TRUE(all_near(got_finite, expected_finite, logsumexp_tolerance<T>(x.shape(a))));
+  EXPECT_EQ(0, std::memcmp(before.data(), x.data(), sizeof(T) * x.size())) << "x was modified";
+}
+
+TYPED_TEST(MathTyped, LogSumExpEveryAxisMatchesReference) {
+  using T = TypeParam;
+  // Rows not a multiple of the chunk, columns over one task (1024) and not a multiple of a vector.
+  const auto x2 = random_array<T, 2>({77, 1031}, 21, -20.0, 20.0);
+  check_logsumexp<T, 2>(x2, 0);
+  check_logsumexp<T, 2>(x2, 1);
+  check_logsumexp<T, 2>(x2, -1);
+  const auto small = random_array<T, 2>({1, 3}, 22, -1.0, 1.0);
+  check_logsumexp<T, 2>(small, 0);
+  check_logsumexp<T, 2>(small, 1);
+  const auto x3 = random_array<T, 3>({5, 33, 6}, 23, -50.0, 50.0);
+  for (int axis = 0; axis < 3; axis++) check_logsumexp<T, 3>(x3, axis);
+  const auto x4 = random_array<T, 4>({2, 3, 65, 7}, 24, -5.0, 5.0);
+  for (int axis = 0; axis < 4; axis++) check_logsumexp<T, 4>(x4, axis);
+  // Large magnitudes: without the shift every exp would overflow or underflow.
+  const auto huge = random_array<T, 2>({40, 9}, 25, 500.0, 1000.0);
+  check_logsumexp<T, 2>(huge, 0);
+  const auto neg = random_array<T, 2>({40, 9}, 26, -1000.0, -500.0);
+  check_logsumexp<T, 2>(neg, 0);
+}
+
+// scipy's special cases, down columns (axis 0) and along rows (axis 1), in the first and a later
+// chunk of rows: all -inf -> -inf; a +inf entry -> +inf; NaN -> NaN; -inf entries are ignored.
+TYPED_TEST(MathTyped, LogSumExpSpecialValues) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  auto x = random_array<T, 2>({70, 6}, 31, -3.0, 3.0);
+  for (int r = 0; r < 70; r++) x(r, 0) = -inf;  // column of -inf
+  x(3, 1) = inf;                                 // +inf in the first chunk
+  x(65, 2) = inf;                                // +inf in a later chunk, after large values
+  x(60, 2) = T(80);
+  x(40, 3) = nan;                                // NaN
+  x(50, 4) = -inf, x(2, 4) = -inf;               // some -inf among finite values
+  x(10, 5) = inf, x(11, 5) = -inf;               // both infinities
+  check_logsumexp<T, 2>(x, 0);
+  Array<T, 2> t({6, 70});  // the same columns as rows
+  for (int r = 0; r < 70; r++)
+    for (int c = 0; c < 6; c++) t(c, r) = x(r, c);
+  check_logsumexp<T, 2>(t, 1);
+}
+
+TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {
+  using T = TypeParam;
+  const auto v = random_array<T, 1>({1000}, 41, -10.0, 10.0);
+  std::vector<double> ref = reference::logsumexp(to_doubles(v), 1, 1000, 1);
+  EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, logsumexp_tolerance<T>(1000)));
+  // A transposed (non-mergeable) input is copied; the result is that of the dense transpose.
+  const auto x = random_array<T, 3>({4, 6, 5}, 42, -2.0, 2.0);
+  const View<const T, 3> perm(x.data(), {5, 4, 6}, {1, 30, 5});
+  Array<T, 3> dense({5, 4, 6});
+  for (int a = 0; a < 5; a++)
+    for (int b = 0; b < 4; b++)
+      for (int c = 0; c < 6; c++) dense(a, b, c) = perm(a, b, c);
+  const auto got = hpipe::logsumexp(perm, 1, {Device::cpu});
+  EXPECT_EQ(to_doubles(got), to_doubles(hpipe::logsumexp(dense.view(), 1, {Device::cpu})));
+}
+
+TYPED_TEST(MathTyped, EveryOpOnCuda) {
+  if (!cuda_available()) GTEST_SKIP() << "no usable GPU: " << cuda_unavailable_reason();
+  using T = TypeParam;
+  const auto x = random_array<T, 2>({37, 1031}, 51, -4.0, 4.0);
+  for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
+    auto gpu = poisoned<T, 2>(x.shape());
+    apply<T, 2>(fn, x.view(), gpu.view(), {Device::cuda});
+    UlpReport<T> report;
+    for (std::int64_t i = 0; i < x.size(); i++) report.add(x.data()[i], gpu.data()[i], reference::exact(fn, x.data()[i]));
+    EXPECT_LE(double(report.worst), kUlpContract.of(fn)) << report.describe(fn);
+  }
+  check_logsumexp<T, 2>(x, 0, Device::cuda);
+  check_logsumexp<T, 2>(x, 1, Device::cuda);
+}
+
+}  // namespace
+}  // namespace hpipe::test
