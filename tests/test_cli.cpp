@@ -655,6 +655,54 @@ TEST_F(Cli, ReconErrorsNameTheArgument) {
   fails({"recon", "gap-tv", "y.npy", "--mask", "m.npy", "--step", "2", "-o", "x.npy"}, 1, {"y.npy", "width 14"});
 }
 
+template <class T>
+void check_map_and_logsumexp(const Cli &t, std::uint32_t seed) {
+  SCOPED_TRACE(sizeof(T) == 8 ? "f64" : "f32");
+  const DType type = sizeof(T) == 8 ? DType::f64 : DType::f32;
+  const Options cpu{Device::cpu};
+  const std::array<std::int64_t, 3> shape{4, 5, 6};
+  const std::vector<std::int64_t> dims(shape.begin(), shape.end());
+  std::vector<T> x = random_values<T>(120, seed, -3, 3), positive = random_values<T>(120, seed + 1, 0.01, 4);
+  positive[7] = 0;  // log(0) = -inf
+  cli::write_npy(t.path("x.npy"), raw(dims, x, type));
+  cli::write_npy(t.path("p.npy"), raw(dims, positive, type));
+  const View<const T, 3> xv(x.data(), shape), pv(positive.data(), shape);
+  const std::vector<std::string> common = {"-o", "out.npy", "--force", "-q", "--device", "cpu"};
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), common.begin(), common.end());
+    t.ok(args);
+    return cli::read_npy(t.path("out.npy"));
+  };
+  expect_same(cli({"map", "exp", "x.npy"}), raw_of(exp(xv, cpu)));
+  expect_same(cli({"map", "erf", "x.npy"}), raw_of(erf(xv, cpu)));
+  expect_same(cli({"map", "log", "p.npy"}), raw_of(log(pv, cpu)));
+  // Along each axis of the (C, H, W) stack; a 2-D array along y (scipy's axis=0); a vector to a number.
+  expect_same(cli({"logsumexp", "x.npy"}), raw_of(logsumexp(xv, 0, cpu)));
+  expect_same(cli({"logsumexp", "x.npy", "--axis", "band"}), raw_of(logsumexp(xv, 0, cpu)));
+  expect_same(cli({"logsumexp", "x.npy", "--axis", "y"}), raw_of(logsumexp(xv, 1, cpu)));
+  expect_same(cli({"logsumexp", "x.npy", "--axis", "x"}), raw_of(logsumexp(xv, 2, cpu)));
+  cli::write_npy(t.path("m.npy"), raw({12, 10}, x, type));
+  expect_same(cli({"logsumexp", "m.npy", "--axis", "y"}), raw_of(logsumexp(View<const T, 2>(x.data(), {12, 10}), 0, cpu)));
+  cli::write_npy(t.path("v.npy"), raw({120}, x, type));
+  expect_same(cli({"logsumexp", "v.npy", "--axis", "x"}), raw({}, std::vector<T>{logsumexp(View<const T, 1>(x.data(), {120}), cpu)}, type));
+}
+
+TEST_F(Cli, MapAndLogsumexpMatchTheApiBitForBit) {
+  check_map_and_logsumexp<float>(*this, 500);
+  check_map_and_logsumexp<double>(*this, 510);
+}
+
+TEST_F(Cli, MapAndLogsumexpErrorsNameTheArgument) {
+  cli::write_npy(path("m.npy"), raw({4, 5}, random_values<float>(20, 1, 0.1, 1), DType::f32));
+  cli::write_npy(path("five.npy"), raw({1, 1, 1, 2, 3}, random_values<float>(6, 2, 0.1, 1), DType::f32));
+  fails({"map", "sin", "m.npy", "-o", "o.npy"}, 2, {"exp, log or erf", "'sin'"});
+  fails({"map", "exp", "-o", "o.npy"}, 2, {"hpipe map exp", "expected an input STACK"});
+  fails({"map"}, 2, {"exp, log or erf"});
+  fails({"logsumexp", "m.npy", "--axis", "z", "-o", "o.npy"}, 2, {"--axis", "'z'"});
+  fails({"logsumexp", "m.npy", "-o", "o.npy"}, 1, {"m.npy", "(4, 5) has no axis band"});
+  fails({"logsumexp", "five.npy", "--axis", "x", "-o", "o.npy"}, 1, {"five.npy", "more than 4 dimensions"});
+}
+
 // ---- bad files ----
 
 std::string chunk(const std::string &type, const std::string &data) {
@@ -746,7 +794,7 @@ TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {
   fails({"synth", "-o", "s.npy", "--device", "tpu"}, 2, {"--device", "'tpu'"});
   fails({"synth", "-o", "s.npy", "--threads", "-1"}, 2, {"--threads"});
   const Result all = ok({"--help"});
-  for (const char *c : {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon"}) {
+  for (const char *c : {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon", "map", "logsumexp"}) {
     SCOPED_TRACE(c);
     EXPECT_NE(all.out.find(std::string("  ") + c), std::string::npos);
     const Result r = ok({c, "--help"});

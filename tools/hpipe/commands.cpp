@@ -97,7 +97,20 @@ const std::vector<Command> &commands() {
                {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"}}),
        kReads | kWrites,
        run_recon},
-      // After the merge of issue 3: map, logsumexp.
+      {"map", "exp|log|erf STACK", "Elementwise exp, log or erf of every value; the shape is kept.",
+       "Accuracy and special values (log(0) = -inf, log(x < 0) = NaN) as stated in hpipe/math.h.",
+       "hpipe map log scene/ -o log_scene.npy",
+       {},
+       kReads | kWrites,
+       run_map},
+      {"logsumexp", "STACK",
+       "log(sum(exp(x))) along an axis, as scipy.special.logsumexp, dropping it: (C, H, W) -> (H, W) along band.",
+       "Stable (shifted by the maximum), accumulated in double. The stack has 1 to 4 dimensions: x is the\n"
+       "last axis, y the one before, band the one before that (a 2-D (H, W) array along y is scipy's axis=0).",
+       "hpipe logsumexp scene/ --axis band -o lse.npy",
+       {{"--axis", nullptr, "band|x|y", "the axis to reduce (default band)"}},
+       kReads | kWrites,
+       run_logsumexp},
   };
   return table;
 }
