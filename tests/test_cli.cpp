@@ -404,6 +404,305 @@ TEST_F(Cli, CassiErrorsNameTheFile) {
         {"phi would have shape (4, 16777199222789)", "MiB of memory"});
 }
 
+template <class T>
+void write_array(const Cli &t, const std::string &name, const Array<T, 4> &a, bool drop_batch) {
+  RawArray r = raw_of(a);
+  if (drop_batch) r.shape.erase(r.shape.begin());
+  cli::write_npy(t.path(name), r);
+}
+
+// The numbers "-1.25,0.5,..." (exact in float and double) and their values.
+std::pair<std::string, std::vector<double>> listed_numbers(std::int64_t n) {
+  std::string text;
+  std::vector<double> v;
+  for (std::int64_t i = 0; i < n; i++) {
+    v.push_back(0.25 * double((i * 7) % 11) - 1.25);
+    text += (i ? "," : "") + std::to_string(v.back());
+  }
+  return {text, v};
+}
+
+template <class T>
+void check_dot(const Cli &t, std::int64_t B, std::int64_t C, std::int64_t H, std::int64_t W, std::uint32_t seed) {
+  SCOPED_TRACE("B=" + std::to_string(B) + " C=" + std::to_string(C) + (sizeof(T) == 8 ? " f64" : " f32"));
+  const auto x = random_array<T, 4>({B, C, H, W}, seed);
+  write_array(t, "x.npy", x, B == 1);
+  const auto [text, listed] = listed_numbers(C);
+  const auto spectrum = random_array<T, 1>({C}, seed + 1, -1, 1);
+  cli::write_npy(t.path("s.npy"), raw_of(spectrum));
+  const std::int64_t n = H * W;
+  for (const bool from_file : {false, true}) {
+    SCOPED_TRACE(from_file ? "spectrum from a file" : "spectrum listed");
+    t.ok({"dot", "x.npy", "--with", from_file ? "s.npy" : text, "-o", "out.npy", "--device", "cpu", "--force", "-q"});
+    std::vector<T> w(listed.begin(), listed.end());
+    if (from_file) w.assign(spectrum.data(), spectrum.data() + C);
+    // The API on the pixels of each item as rows (a transposed view of its (C, H * W) plane), the
+    // spectrum repeated per pixel in the same layout: bit for bit.
+    Array<T, 2> spectra({C, n});
+    for (std::int64_t c = 0; c < C; c++)
+      for (std::int64_t i = 0; i < n; i++) spectra(c, i) = w[std::size_t(c)];
+    Array<T, 3> expected({B, H, W});
+    for (std::int64_t b = 0; b < B; b++)
+      batched_dot(View<const T, 2>(x.data() + b * C * n, {n, C}, {1, n}), View<const T, 2>(spectra.data(), {n, C}, {1, n}),
+                  View<T, 1>(expected.data() + b * n, {n}), Options{Device::cpu});
+    RawArray e = raw_of(expected);
+    if (B == 1) e.shape.erase(e.shape.begin());
+    const RawArray got = cli::read_npy(t.path("out.npy"));
+    expect_same(got, e);
+    // And within hpipe/dot.h's bound of a plain double-precision loop: eps |exact| + 66 eps S.
+    const std::vector<T> values = values_of<T>(got);
+    for (std::int64_t b = 0; b < B; b++)
+      for (std::int64_t i = 0; i < n; i++) {
+        double exact = 0, s = 0;
+        for (std::int64_t c = 0; c < C; c++) {
+          const double p = double(x(b, c, i / W, i % W)) * double(w[std::size_t(c)]);
+          exact += p;
+          s += std::abs(p);
+        }
+        const double eps = epsilon<T>() / 2;
+        ASSERT_LE(std::abs(double(values[std::size_t(b * n + i)]) - exact), eps * std::abs(exact) + 66 * eps * s)
+            << "item " << b << " pixel " << i;
+      }
+  }
+}
+
+TEST_F(Cli, DotMatchesTheApiBitForBit) {
+  check_dot<float>(*this, 1, 5, 7, 9, 300);
+  check_dot<double>(*this, 1, 5, 7, 9, 310);
+  check_dot<float>(*this, 2, 3, 4, 5, 320);  // a batch
+  check_dot<float>(*this, 1, 1, 3, 1, 330);  // one band, one column
+}
+
+TEST_F(Cli, DotErrorsNameTheArgument) {
+  cli::write_npy(path("x.npy"), raw({3, 4, 5}, random_values<float>(60, 1, 0.1, 1), DType::f32));
+  cli::write_npy(path("img.npy"), raw({4, 5}, random_values<float>(20, 2, 0.1, 1), DType::f32));
+  fails({"dot", "x.npy", "-o", "d.npy"}, 2, {"--with is required"});
+  fails({"dot", "--with", "1,2,3", "-o", "d.npy"}, 2, {"expected an input STACK"});
+  fails({"dot", "x.npy", "--with", "1,2", "-o", "d.npy"}, 1, {"1,2", "expected a spectrum of 3 values", "(2,)"});
+  fails({"dot", "x.npy", "--with", "x.npy", "-o", "d.npy"}, 1, {"x.npy", "expected a spectrum of 3 values", "(3, 4, 5)"});
+  fails({"dot", "img.npy", "--with", "1,2,3", "-o", "d.npy"}, 1, {"img.npy", "(4, 5) is not a band stack"});
+  fails({"dot", "x.npy", "--with", "nope.npy", "-o", "d.npy"}, 1, {"nope.npy", "cannot open"});
+}
+
+// The signals of `x` (C order) along axis `a` as dense rows, convolved by the API, put back in place.
+template <class T>
+std::vector<T> conv1d_by_rows(const std::vector<T> &x, const std::vector<std::int64_t> &shape, std::size_t a,
+                              const std::vector<T> &taps, bool per_row, ConvMode mode) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t d = 0; d < a; d++) outer *= shape[d];
+  for (std::size_t d = a + 1; d < shape.size(); d++) inner *= shape[d];
+  const std::int64_t la = shape[a], n = outer * inner, lv = per_row ? std::int64_t(taps.size()) / n : std::int64_t(taps.size());
+  const std::int64_t lo = conv1d_length(la, lv, mode);
+  Array<T, 2> rows({n, la});
+  for (std::int64_t o = 0; o < outer; o++)
+    for (std::int64_t i = 0; i < inner; i++)
+      for (std::int64_t k = 0; k < la; k++) rows(o * inner + i, k) = x[std::size_t((o * la + k) * inner + i)];
+  const Options cpu{Device::cpu};
+  const Array<T, 2> r = per_row ? conv1d(rows.view(), View<const T, 2>(taps.data(), {n, lv}), mode, cpu)
+                                : conv1d(rows.view(), View<const T, 1>(taps.data(), {lv}), mode, cpu);
+  std::vector<T> out(std::size_t(outer * lo * inner));
+  for (std::int64_t o = 0; o < outer; o++)
+    for (std::int64_t i = 0; i < inner; i++)
+      for (std::int64_t k = 0; k < lo; k++) out[std::size_t((o * lo + k) * inner + i)] = r(o * inner + i, k);
+  return out;
+}
+
+template <class T>
+void check_conv1d(const Cli &t, std::uint32_t seed) {
+  const DType type = sizeof(T) == 8 ? DType::f64 : DType::f32;
+  const std::vector<std::int64_t> shape = {4, 5, 7};
+  const std::vector<T> x = random_values<T>(4 * 5 * 7, seed, -1, 1);
+  cli::write_npy(t.path("x.npy"), raw(shape, x, type));
+  const auto [text, listed] = listed_numbers(3);
+  const std::vector<T> shared(listed.begin(), listed.end());
+  const std::vector<std::pair<std::string, std::size_t>> axes = {{"x", 2}, {"y", 1}, {"band", 0}};
+  for (const auto &[axis, a] : axes)
+    for (const auto mode : {ConvMode::full, ConvMode::same, ConvMode::valid}) {
+      SCOPED_TRACE("axis " + axis + " mode " + to_string(mode) + (sizeof(T) == 8 ? " f64" : " f32"));
+      t.ok({"conv1d", "x.npy", "--taps", text, "--axis", axis, "--mode", to_string(mode), "-o", "out.npy", "--force", "-q", "--device", "cpu"});
+      std::vector<std::int64_t> out_shape = shape;
+      out_shape[a] = conv1d_length(shape[a], 3, mode);
+      expect_same(cli::read_npy(t.path("out.npy")), raw(out_shape, conv1d_by_rows(x, shape, a, shared, false, mode), type));
+      // One kernel per signal, of 4 taps (longer than the band axis): (N, 4) from a file.
+      const std::int64_t n = 4 * 5 * 7 / shape[a];
+      const std::vector<T> taps = random_values<T>(std::size_t(n * 4), seed + 1, -1, 1);
+      cli::write_npy(t.path("k.npy"), raw({n, 4}, taps, type));
+      t.ok({"conv1d", "x.npy", "--taps-file", "k.npy", "--axis", axis, "--mode", to_string(mode), "-o", "out.npy", "--force", "-q", "--device", "cpu"});
+      out_shape[a] = conv1d_length(shape[a], 4, mode);
+      expect_same(cli::read_npy(t.path("out.npy")), raw(out_shape, conv1d_by_rows(x, shape, a, taps, true, mode), type));
+    }
+}
+
+TEST_F(Cli, Conv1dMatchesTheApiBitForBitAlongEveryAxis) {
+  check_conv1d<float>(*this, 400);
+  check_conv1d<double>(*this, 410);
+  // The default mode is same: the stack keeps its shape.
+  cli::write_npy(path("x.npy"), raw({3, 5}, random_values<float>(15, 3, -1, 1), DType::f32));
+  ok({"conv1d", "x.npy", "--taps", "1,2,1", "-o", "same.npy"});
+  EXPECT_EQ(cli::read_npy(path("same.npy")).shape, (std::vector<std::int64_t>{3, 5}));
+}
+
+TEST_F(Cli, Conv1dErrorsNameTheArgument) {
+  cli::write_npy(path("x.npy"), raw({4, 5}, random_values<float>(20, 1, 0.1, 1), DType::f32));
+  cli::write_npy(path("k.npy"), raw({3, 2}, random_values<float>(6, 2, 0.1, 1), DType::f32));
+  fails({"conv1d", "x.npy", "-o", "c.npy"}, 2, {"either --taps LIST or --taps-file FILE"});
+  fails({"conv1d", "x.npy", "--taps", "1,2", "--taps-file", "k.npy", "-o", "c.npy"}, 2, {"either --taps"});
+  fails({"conv1d", "x.npy", "--taps", "1,two", "-o", "c.npy"}, 2, {"--taps", "'1,two'"});
+  fails({"conv1d", "x.npy", "--taps", "1,2", "--axis", "z", "-o", "c.npy"}, 2, {"--axis", "x, y or band", "'z'"});
+  fails({"conv1d", "x.npy", "--taps", "1,2", "--mode", "wide", "-o", "c.npy"}, 2, {"--mode", "'wide'"});
+  fails({"conv1d", "x.npy", "--taps", "1,2", "--axis", "band", "-o", "c.npy"}, 1, {"x.npy", "(4, 5) has no axis band"});
+  fails({"conv1d", "x.npy", "--taps-file", "k.npy", "-o", "c.npy"}, 1, {"k.npy", "(4, Lv) one row per signal", "(3, 2)"});
+}
+
+struct ReconCase {
+  const char *method;
+  std::vector<std::string> flags;
+  ReconParams params;
+};
+
+TEST_F(Cli, ReconMatchesTheApiAndReportsQuality) {
+  const std::int64_t C = 4, H = 12, W = 13;
+  const Dispersion d{-1, Axis::height};
+  const auto scene = synth_scene(C, H, W);
+  const auto mask = synth_mask(H, W, 2);
+  const Options cpu{Device::cpu};
+  const auto y = cassi_forward(View<const float, 4>(scene.data(), {1, C, H, W}), mask.view(), d, cpu);
+  cli::write_npy(path("scene.npy"), raw_of(scene));
+  cli::write_npy(path("mask.npy"), raw_of(mask));
+  RawArray ys = raw_of(y);
+  ys.shape.erase(ys.shape.begin());
+  cli::write_npy(path("y.npy"), ys);
+  ReconParams gap;
+  gap.dispersion = d;
+  gap.iterations = 3;
+  gap.tv = {0.05, 3, false};
+  gap.lambda = 0.75;
+  ReconParams plain = gap;
+  plain.accelerate = false;
+  plain.tv.vectorial = true;
+  ReconParams admm = gap;
+  admm.gamma = 0.5;
+  const std::vector<ReconCase> cases = {
+      {"gap-tv", {"--tv-weight", "0.05", "--tv-iters", "3", "--lambda", "0.75"}, gap},
+      {"gap-tv", {"--tv-weight", "0.05", "--tv-iters", "3", "--lambda", "0.75", "--no-accelerate", "--vectorial"}, plain},
+      {"admm-tv", {"--tv-weight", "0.05", "--tv-iters", "3", "--lambda", "0.75", "--gamma", "0.5"}, admm},
+  };
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.method + std::string(c.flags.size() > 6 ? " " + c.flags[6] : ""));
+    std::vector<std::string> args = {"recon", c.method, "y.npy", "--mask", "mask.npy", "--step", "-1", "--axis", "y",
+                                     "--iters", "3", "--truth", "scene.npy", "-o", "out.npy", "--force", "--device", "cpu"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    const Result r = ok(args);
+    std::vector<double> residuals;
+    const auto x = reconstruct(parse_recon_method(c.method), y.view(), mask.view(), C, c.params,
+                               [&](const IterationInfo &it) { residuals.push_back(it.residual); }, cpu);
+    RawArray e = raw_of(x);
+    e.shape.erase(e.shape.begin());
+    expect_same(cli::read_npy(path("out.npy")), e);
+    // Progress: one line per iteration with its residual; quality per band, the means, and the pseudo-inverse's.
+    char line[100];
+    for (int i = 0; i < 3; i++) {
+      std::snprintf(line, sizeof line, "iteration %d/3: ||y - A x|| = %.6g\n", i + 1, residuals[std::size_t(i)]);
+      EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
+    }
+    const auto q = band_quality(View<const float, 3>(x.data(), {C, H, W}), scene.view());
+    std::snprintf(line, sizeof line, " band 3: PSNR %.2f dB, SSIM %.4f\n", q.psnr[3], q.ssim[3]);
+    EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
+    std::snprintf(line, sizeof line, " mean: PSNR %.2f dB, SSIM %.4f\n", q.mean_psnr, q.mean_ssim);
+    EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
+    const auto p = band_quality(View<const float, 3>(cassi_pinv(y.view(), mask.view(), C, d, cpu).data(), {C, H, W}), scene.view());
+    std::snprintf(line, sizeof line, "pinv mean: PSNR %.2f dB, SSIM %.4f\n", p.mean_psnr, p.mean_ssim);
+    EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
+  }
+  // A batch: (B, H', W') in, (B, C, H, W) out, quality per item.
+  Array<float, 4> scenes({2, C, H, W});
+  for (std::int64_t i = 0; i < scenes.size(); i++) scenes.data()[i] = scene.data()[i % scene.size()] * (i < scene.size() ? 1.0f : 0.5f);
+  const auto yb = cassi_forward(scenes.view(), mask.view(), d, cpu);
+  cli::write_npy(path("scenes.npy"), raw_of(scenes));
+  cli::write_npy(path("ys.npy"), raw_of(yb));
+  const Result j = ok({"recon", "gap-tv", "ys.npy", "--mask", "mask.npy", "--step", "-1", "--axis", "y", "--iters", "2",
+                       "--truth", "scenes.npy", "-o", "j.npy", "--json", "--device", "cpu"});
+  for (const char *part : {"\"method\": \"gap_tv\"", "\"bands\": 4", "\"residuals\": [", "\"quality\": [{\"psnr\": [",
+                           "}, {\"psnr\": [", "\"pinv_quality\": [", "\"mean_ssim\": "})
+    EXPECT_NE(j.out.find(part), std::string::npos) << j.out << " lacks " << part;
+  ReconParams two = gap;
+  two.iterations = 2;
+  two.lambda = 1;
+  two.tv = TvParams{};
+  expect_same(cli::read_npy(path("j.npy")), raw_of(reconstruct(ReconMethod::gap_tv, yb.view(), mask.view(), C, two, {}, cpu)));
+}
+
+TEST_F(Cli, ReconErrorsNameTheArgument) {
+  cli::write_npy(path("y.npy"), raw({12, 14}, random_values<float>(168, 1, 0.1, 1), DType::f32));
+  cli::write_npy(path("m.npy"), raw({12, 11}, random_values<float>(132, 2, 0.1, 1), DType::f32));
+  cli::write_npy(path("t.npy"), raw({3, 12, 12}, random_values<float>(432, 3, 0.1, 1), DType::f32));
+  const std::vector<std::string> base = {"recon", "gap-tv", "y.npy", "--mask", "m.npy", "--step", "1", "-o", "x.npy"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  fails({"recon", "sart", "y.npy", "--mask", "m.npy", "-o", "x.npy"}, 2, {"gap-tv or admm-tv", "'sart'"});
+  fails({"recon"}, 2, {"gap-tv or admm-tv"});
+  fails({"recon", "admm-tv", "--mask", "m.npy", "-o", "x.npy"}, 2, {"hpipe recon admm-tv", "measurement STACK"});
+  fails({"recon", "gap-tv", "y.npy", "-o", "x.npy"}, 2, {"--mask is required"});
+  fails(with({"--iters", "-1"}), 2, {"--iters", "'-1'"});
+  fails(with({"--tv-weight", "0"}), 2, {"--tv-weight", "> 0", "'0'"});
+  fails(with({"--tv-iters", "0"}), 2, {"--tv-iters", "'0'"});
+  fails(with({"--lambda", "fast"}), 2, {"--lambda", "'fast'"});
+  fails(with({"--gamma", "-0.1"}), 2, {"--gamma", ">= 0", "'-0.1'"});
+  fails(with({"--truth", "t.npy"}), 1, {"t.npy", "the truth has shape (3, 12, 12), the reconstruction (4, 12, 11)"});
+  fails({"recon", "gap-tv", "y.npy", "--mask", "m.npy", "--step", "2", "-o", "x.npy"}, 1, {"y.npy", "width 14"});
+}
+
+template <class T>
+void check_map_and_logsumexp(const Cli &t, std::uint32_t seed) {
+  SCOPED_TRACE(sizeof(T) == 8 ? "f64" : "f32");
+  const DType type = sizeof(T) == 8 ? DType::f64 : DType::f32;
+  const Options cpu{Device::cpu};
+  const std::array<std::int64_t, 3> shape{4, 5, 6};
+  const std::vector<std::int64_t> dims(shape.begin(), shape.end());
+  std::vector<T> x = random_values<T>(120, seed, -3, 3), positive = random_values<T>(120, seed + 1, 0.01, 4);
+  positive[7] = 0;  // log(0) = -inf
+  cli::write_npy(t.path("x.npy"), raw(dims, x, type));
+  cli::write_npy(t.path("p.npy"), raw(dims, positive, type));
+  const View<const T, 3> xv(x.data(), shape), pv(positive.data(), shape);
+  const std::vector<std::string> common = {"-o", "out.npy", "--force", "-q", "--device", "cpu"};
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.end(), common.begin(), common.end());
+    t.ok(args);
+    return cli::read_npy(t.path("out.npy"));
+  };
+  expect_same(cli({"map", "exp", "x.npy"}), raw_of(exp(xv, cpu)));
+  expect_same(cli({"map", "erf", "x.npy"}), raw_of(erf(xv, cpu)));
+  expect_same(cli({"map", "log", "p.npy"}), raw_of(log(pv, cpu)));
+  // Along each axis of the (C, H, W) stack; a 2-D array along y (scipy's axis=0); a vector to a number.
+  expect_same(cli({"logsumexp", "x.npy"}), raw_of(logsumexp(xv, 0, cpu)));
+  expect_same(cli({"logsumexp", "x.npy", "--axis", "band"}), raw_of(logsumexp(xv, 0, cpu)));
+  expect_same(cli({"logsumexp", "x.npy", "--axis", "y"}), raw_of(logsumexp(xv, 1, cpu)));
+  expect_same(cli({"logsumexp", "x.npy", "--axis", "x"}), raw_of(logsumexp(xv, 2, cpu)));
+  cli::write_npy(t.path("m.npy"), raw({12, 10}, x, type));
+  expect_same(cli({"logsumexp", "m.npy", "--axis", "y"}), raw_of(logsumexp(View<const T, 2>(x.data(), {12, 10}), 0, cpu)));
+  cli::write_npy(t.path("v.npy"), raw({120}, x, type));
+  expect_same(cli({"logsumexp", "v.npy", "--axis", "x"}), raw({}, std::vector<T>{logsumexp(View<const T, 1>(x.data(), {120}), cpu)}, type));
+}
+
+TEST_F(Cli, MapAndLogsumexpMatchTheApiBitForBit) {
+  check_map_and_logsumexp<float>(*this, 500);
+  check_map_and_logsumexp<double>(*this, 510);
+}
+
+TEST_F(Cli, MapAndLogsumexpErrorsNameTheArgument) {
+  cli::write_npy(path("m.npy"), raw({4, 5}, random_values<float>(20, 1, 0.1, 1), DType::f32));
+  cli::write_npy(path("five.npy"), raw({1, 1, 1, 2, 3}, random_values<float>(6, 2, 0.1, 1), DType::f32));
+  fails({"map", "sin", "m.npy", "-o", "o.npy"}, 2, {"exp, log or erf", "'sin'"});
+  fails({"map", "exp", "-o", "o.npy"}, 2, {"hpipe map exp", "expected an input STACK"});
+  fails({"map"}, 2, {"exp, log or erf"});
+  fails({"logsumexp", "m.npy", "--axis", "z", "-o", "o.npy"}, 2, {"--axis", "'z'"});
+  fails({"logsumexp", "m.npy", "-o", "o.npy"}, 1, {"m.npy", "(4, 5) has no axis band"});
+  fails({"logsumexp", "five.npy", "--axis", "x", "-o", "o.npy"}, 1, {"five.npy", "more than 4 dimensions"});
+}
+
 // ---- bad files ----
 
 std::string chunk(const std::string &type, const std::string &data) {
@@ -495,7 +794,7 @@ TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {
   fails({"synth", "-o", "s.npy", "--device", "tpu"}, 2, {"--device", "'tpu'"});
   fails({"synth", "-o", "s.npy", "--threads", "-1"}, 2, {"--threads"});
   const Result all = ok({"--help"});
-  for (const char *c : {"info", "convert", "diff", "synth", "cassi"}) {
+  for (const char *c : {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon", "map", "logsumexp"}) {
     SCOPED_TRACE(c);
     EXPECT_NE(all.out.find(std::string("  ") + c), std::string::npos);
     const Result r = ok({c, "--help"});

@@ -143,6 +143,11 @@ Json &Json::set(const std::string &key, const std::vector<std::string> &strings)
   for (std::size_t i = 0; i < strings.size(); i++) s += (i ? ", " : "") + quote(strings[i]);
   return raw(key, s + "]");
 }
+Json &Json::set(const std::string &key, const std::vector<double> &numbers) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < numbers.size(); i++) s += (i ? ", " : "") + number(numbers[i]);
+  return raw(key, s + "]");
+}
 std::string Json::str() const {
   std::string s = "{";
   for (std::size_t i = 0; i < fields_.size(); i++) s += (i ? ", " : "") + quote(fields_[i].first) + ": " + fields_[i].second;
@@ -248,6 +253,47 @@ std::int64_t Context::integer(const char *option, std::int64_t fallback, std::in
   if (v->empty() || *end != '\0' || errno != 0 || n < min || n > max)
     throw UsageError(std::string(option) + ": expected an integer from " + std::to_string(min) + " to " +
                      std::to_string(max) + ", got '" + *v + "'");
+  return n;
+}
+
+double Context::real(const char *option, double fallback, double min, bool min_open) const {
+  const auto v = value(option);
+  if (!v) return fallback;
+  const auto n = number_list(*v);
+  if (!n || n->size() != 1 || !(min_open ? (*n)[0] > min : (*n)[0] >= min))
+    throw UsageError(std::string(option) + ": expected a number " + (min_open ? "> " : ">= ") + number(min) +
+                     ", got '" + *v + "'");
+  return (*n)[0];
+}
+
+int axis_from_end(const std::string &text) {
+  if (text == "x") return 1;
+  if (text == "y") return 2;
+  if (text == "band") return 3;
+  throw UsageError("--axis: expected x, y or band, got '" + text + "'");
+}
+
+std::optional<std::vector<double>> number_list(const std::string &text) {
+  std::vector<double> out;
+  const char *p = text.c_str();
+  while (true) {
+    char *end = nullptr;
+    errno = 0;
+    const double x = std::strtod(p, &end);
+    if (end == p || errno != 0 || !std::isfinite(x)) return std::nullopt;
+    out.push_back(x);
+    while (*end == ' ') end++;
+    if (*end == '\0') return out;
+    if (*end != ',') return std::nullopt;
+    p = end + 1;
+  }
+}
+
+Numbers Numbers::listed_or_read(Context &ctx, const std::string &spec, const char *role) {
+  Numbers n;
+  n.name = spec;
+  n.listed = number_list(spec);
+  if (!n.listed) n.file = ctx.read_inputs({spec}, role);
   return n;
 }
 

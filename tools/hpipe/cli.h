@@ -64,6 +64,7 @@ class Json {
   Json &set(const std::string &key, const Json &object);
   Json &set(const std::string &key, const std::vector<Json> &objects);
   Json &set(const std::string &key, const std::vector<std::string> &strings);
+  Json &set(const std::string &key, const std::vector<double> &numbers);
   std::string str() const;
 
  private:
@@ -103,6 +104,8 @@ class Context {
   std::optional<std::string> value(const char *option) const;
   std::string required(const char *option) const;  // UsageError when missing
   std::int64_t integer(const char *option, std::int64_t fallback, std::int64_t min, std::int64_t max) const;
+  // A finite number; `min_open`: min itself is excluded (> min rather than >= min).
+  double real(const char *option, double fallback, double min, bool min_open = false) const;
 
   // Expands input specs and reads them (progress bar "reading"), adding to the summary's inputs.
   std::vector<Source> read_inputs(const std::vector<std::string> &specs, const char *role);
@@ -155,6 +158,32 @@ class Context {
   std::vector<Json> inputs_json_, outputs_json_;
   std::vector<std::pair<std::string, double>> times_;
   std::int64_t bytes_read_ = 0, bytes_written_ = 0;
+};
+
+// --axis x|y|band of a stack (..., C, H, W), counted from the end: x = 1 (the last axis), y = 2,
+// band = 3; a UsageError otherwise.
+int axis_from_end(const std::string &text);
+
+// "1,2,1" or "0.5, -1e-3" as numbers; nullopt when `text` is not such a list.
+std::optional<std::vector<double>> number_list(const std::string &text);
+
+// Numbers given on the command line (--taps 1,2,1) or read from a file (--taps-file k.npy).
+struct Numbers {
+  std::string name;                          // the list or the file, for messages
+  std::optional<std::vector<double>> listed;  // from the command line
+  std::vector<Source> file;                   // else read from here
+  // Reads `spec` as a list when it is one, else as a file (role names it in the summary).
+  static Numbers listed_or_read(Context &ctx, const std::string &spec, const char *role);
+  bool float64() const { return any_float64(file); }
+  // The values: a listed (n,) vector, or the file's stack.
+  template <class T>
+  Stack<T> values(Context &ctx) {
+    if (!listed) return ctx.stack<T>(std::move(file));
+    Stack<T> s;
+    s.shape = {static_cast<std::int64_t>(listed->size())};
+    s.data.assign(listed->begin(), listed->end());
+    return s;
+  }
 };
 
 // Calls f(float{}) or f(double{}): the work runs in double precision when any input is float64.

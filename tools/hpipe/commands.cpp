@@ -3,6 +3,22 @@
 
 namespace hpipe::cli {
 
+namespace {
+
+// The CASSI model's options, shared by cassi and recon.
+const std::vector<Option> kCassiModel = {
+    {"--mask", nullptr, "STACK", "the coded mask (required)"},
+    {"--step", nullptr, "S", "displacement between neighbouring bands in pixels, any sign (default 2)"},
+    {"--axis", nullptr, "x|y", "dispersion along x (width, default) or y (height)"},
+    {"--bands", nullptr, "C", "band count of the cube (default: from a per-band mask or the widths)"}};
+
+std::vector<Option> joined(std::vector<Option> a, const std::vector<Option> &b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
 const std::vector<Command> &commands() {
   static const std::vector<Command> table = {
       {"info", "STACK...", "Print each file's format, shape, element type and value range.", "",
@@ -41,13 +57,60 @@ const std::vector<Command> &commands() {
        "The mask is (H, W) shared by all bands, or (C, H, W) one per band (a stack). For the inverses the\n"
        "band count comes from --bands, a per-band mask, or the measurement and mask widths.",
        "hpipe cassi forward scene/ --mask mask.png --step 2 -o y.png --scale auto",
-       {{"--mask", nullptr, "STACK", "the coded mask (required)"},
-        {"--step", nullptr, "S", "displacement between neighbouring bands in pixels, any sign (default 2)"},
-        {"--axis", nullptr, "x|y", "dispersion along x (width, default) or y (height)"},
-        {"--bands", nullptr, "C", "band count of the cube (inverses and phi)"}},
+       kCassiModel,
        kReads | kWrites,
        run_cassi},
-      // After the merge of issues 3, 4 and 7: map, logsumexp, dot, conv1d, recon.
+      {"dot", "STACK --with SPECTRUM",
+       "Per-pixel dot product of the band vector with a spectrum: (C, H, W) -> (H, W), (B, C, H, W) -> (B, H, W).",
+       "SPECTRUM is C numbers, as a comma list (\"0.1,0.5,1\") or a file (.npy of shape (C,)).",
+       "hpipe dot scene/ --with weights.npy -o luminance.png --scale auto",
+       {{"--with", nullptr, "SPECTRUM", "the C weights: a comma list or a .npy file (required)"}},
+       kReads | kWrites,
+       run_dot},
+      {"conv1d", "STACK (--taps LIST | --taps-file FILE)",
+       "1-D convolution (np.convolve) of every signal along an axis: x (rows), y (columns) or band (spectra).",
+       "The taps are flipped, as np.convolve does. --taps-file holds (Lv,) taps shared by every signal, or\n"
+       "(N, Lv), one row per signal, N signals counted in C order over the other axes (for --axis band\n"
+       "of a (C, H, W) stack, N = H * W: row h * W + w is pixel (h, w)). The output's axis has length\n"
+       "L (same, the default), L + Lv - 1 (full) or L - Lv + 1 (valid), as np.convolve.",
+       "hpipe conv1d scene/ --taps 1,2,1 --axis band --mode same -o smooth.npy",
+       {{"--taps", nullptr, "LIST", "the kernel as a comma list (1,2,1)"},
+        {"--taps-file", nullptr, "FILE", "the kernel(s) from a file: (Lv,) shared or (N, Lv) one per signal"},
+        {"--axis", nullptr, "x|y|band", "convolve along x (the last axis, default), y or band"},
+        {"--mode", nullptr, "full|same|valid", "output length as np.convolve (default same)"}},
+       kReads | kWrites,
+       run_conv1d},
+      {"recon", "gap-tv|admm-tv MEASUREMENT",
+       "Iterative CASSI reconstruction with total-variation regularisation: measurement -> bands (C, H, W).",
+       "One line per iteration gives the residual ||y - A x||. With --truth, PSNR and SSIM per band and\n"
+       "their means, and the same means for the pseudo-inverse (cassi pinv) of the measurement.\n"
+       "See docs/recon.md for the algorithms and what the parameters mean.",
+       "hpipe recon gap-tv y.png --mask mask.png --iters 20 --truth scene/ -o x/band_%02d.png",
+       joined(kCassiModel,
+              {{"--iters", nullptr, "N", "outer iterations (default 20; 0 returns A^T y)"},
+               {"--tv-weight", nullptr, "W", "TV weight, > 0: larger is smoother (default 0.1)"},
+               {"--tv-iters", nullptr, "N", "Chambolle iterations per TV step, >= 1 (default 5)"},
+               {"--vectorial", nullptr, nullptr, "band-coupled TV (slower)"},
+               {"--lambda", nullptr, "L", "step of the data term, > 0 (default 1)"},
+               {"--gamma", nullptr, "G", "ADMM only: added to Phi, >= 0 (default 0.01)"},
+               {"--no-accelerate", nullptr, nullptr, "GAP only: the plain (not accelerated) update"},
+               {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"}}),
+       kReads | kWrites,
+       run_recon},
+      {"map", "exp|log|erf STACK", "Elementwise exp, log or erf of every value; the shape is kept.",
+       "Accuracy and special values (log(0) = -inf, log(x < 0) = NaN) as stated in hpipe/math.h.",
+       "hpipe map log scene/ -o log_scene.npy",
+       {},
+       kReads | kWrites,
+       run_map},
+      {"logsumexp", "STACK",
+       "log(sum(exp(x))) along an axis, as scipy.special.logsumexp, dropping it: (C, H, W) -> (H, W) along band.",
+       "Stable (shifted by the maximum), accumulated in double. The stack has 1 to 4 dimensions: x is the\n"
+       "last axis, y the one before, band the one before that (a 2-D (H, W) array along y is scipy's axis=0).",
+       "hpipe logsumexp scene/ --axis band -o lse.npy",
+       {{"--axis", nullptr, "band|x|y", "the axis to reduce (default band)"}},
+       kReads | kWrites,
+       run_logsumexp},
   };
   return table;
 }

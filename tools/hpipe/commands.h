@@ -10,5 +10,10 @@ int run_convert(Context &ctx);
 int run_diff(Context &ctx);
 int run_synth(Context &ctx);
 int run_cassi(Context &ctx);
+int run_dot(Context &ctx);
+int run_conv1d(Context &ctx);
+int run_recon(Context &ctx);
+int run_map(Context &ctx);
+int run_logsumexp(Context &ctx);
 
 }  // namespace hpipe::cli
