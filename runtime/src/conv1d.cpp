@@ -4,12 +4,6 @@
 #include <string>
 
 #include "call.h"
-#include "hpipe_conv1d_f32_cpu.h"
-#include "hpipe_conv1d_f64_cpu.h"
-#ifdef HPIPE_HAVE_CUDA
-#include "hpipe_conv1d_f32_cuda.h"
-#include "hpipe_conv1d_f64_cuda.h"
-#endif
 #include "kernels.h"
 
 namespace hpipe {

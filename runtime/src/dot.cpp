@@ -3,16 +3,6 @@
 #include <string>
 
 #include "call.h"
-#include "hpipe_batched_dot_columns_f32_cpu.h"
-#include "hpipe_batched_dot_columns_f64_cpu.h"
-#include "hpipe_batched_dot_f32_cpu.h"
-#include "hpipe_batched_dot_f64_cpu.h"
-#ifdef HPIPE_HAVE_CUDA
-#include "hpipe_batched_dot_columns_f32_cuda.h"
-#include "hpipe_batched_dot_columns_f64_cuda.h"
-#include "hpipe_batched_dot_f32_cuda.h"
-#include "hpipe_batched_dot_f64_cuda.h"
-#endif
 #include "kernels.h"
 
 namespace hpipe {

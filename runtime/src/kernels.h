@@ -2,6 +2,7 @@
 #pragma once
 
 #include "call.h"
+#include "hpipe_all_kernels.h"  // every hpipe_<op>_<type>_<backend>, generated
 
 #define HPIPE_KERNEL_CPU(name) &name##_cpu
 #ifdef HPIPE_HAVE_CUDA

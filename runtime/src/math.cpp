@@ -5,24 +5,6 @@
 #include <string>
 
 #include "call.h"
-#include "hpipe_math_erf_f32_cpu.h"
-#include "hpipe_math_erf_f64_cpu.h"
-#include "hpipe_math_exp_f32_cpu.h"
-#include "hpipe_math_exp_f64_cpu.h"
-#include "hpipe_math_log_f32_cpu.h"
-#include "hpipe_math_log_f64_cpu.h"
-#include "hpipe_math_logsumexp_f32_cpu.h"
-#include "hpipe_math_logsumexp_f64_cpu.h"
-#ifdef HPIPE_HAVE_CUDA
-#include "hpipe_math_erf_f32_cuda.h"
-#include "hpipe_math_erf_f64_cuda.h"
-#include "hpipe_math_exp_f32_cuda.h"
-#include "hpipe_math_exp_f64_cuda.h"
-#include "hpipe_math_log_f32_cuda.h"
-#include "hpipe_math_log_f64_cuda.h"
-#include "hpipe_math_logsumexp_f32_cuda.h"
-#include "hpipe_math_logsumexp_f64_cuda.h"
-#endif
 #include "kernels.h"
 
 namespace hpipe {

@@ -7,28 +7,6 @@
 
 #include "call.h"
 #include "cassi_args.h"
-#include "hpipe_admm_tv_step_f32_cpu.h"
-#include "hpipe_admm_tv_step_f64_cpu.h"
-#include "hpipe_gap_tv_step_f32_cpu.h"
-#include "hpipe_gap_tv_step_f64_cpu.h"
-#include "hpipe_tv_chambolle_f32_cpu.h"
-#include "hpipe_tv_chambolle_f64_cpu.h"
-#include "hpipe_tv_finish_f32_cpu.h"
-#include "hpipe_tv_finish_f64_cpu.h"
-#include "hpipe_tv_vectorial_step_f32_cpu.h"
-#include "hpipe_tv_vectorial_step_f64_cpu.h"
-#ifdef HPIPE_HAVE_CUDA
-#include "hpipe_admm_tv_step_f32_cuda.h"
-#include "hpipe_admm_tv_step_f64_cuda.h"
-#include "hpipe_gap_tv_step_f32_cuda.h"
-#include "hpipe_gap_tv_step_f64_cuda.h"
-#include "hpipe_tv_chambolle_f32_cuda.h"
-#include "hpipe_tv_chambolle_f64_cuda.h"
-#include "hpipe_tv_finish_f32_cuda.h"
-#include "hpipe_tv_finish_f64_cuda.h"
-#include "hpipe_tv_vectorial_step_f32_cuda.h"
-#include "hpipe_tv_vectorial_step_f64_cuda.h"
-#endif
 #include "kernels.h"
 
 namespace hpipe {
