@@ -199,8 +199,7 @@ void gap_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, Vie
               const IterationCallback &progress, const Options &options) {
   const Array<T, 2> phi = prepare<T>("gap_tv", ReconMethod::gap_tv, y, mask, p, x, options);
   const Dispersion d = p.dispersion;
-  cassi_adjoint(y, mask, d, x, options);  // x_0 = A^T y (also the result of 0 iterations)
-  if (p.iterations == 0) return;
+  if (p.iterations == 0) return cassi_adjoint(y, mask, d, x, options);  // x_0 = A^T y
   Array<T, 4> cur = cassi_adjoint(y, mask, x.shape(1), d, options), next(x.shape());
   Array<T, 3> y1(y.shape()), y1_next(y.shape());  // y1 starts at 0
   for (int k = 1; k <= p.iterations; k++) {
@@ -217,8 +216,7 @@ void admm_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, Vi
                const IterationCallback &progress, const Options &options) {
   const Array<T, 2> phi = prepare<T>("admm_tv", ReconMethod::admm_tv, y, mask, p, x, options);
   const Dispersion d = p.dispersion;
-  cassi_adjoint(y, mask, d, x, options);  // theta_0 = A^T y (also the result of 0 iterations)
-  if (p.iterations == 0) return;
+  if (p.iterations == 0) return cassi_adjoint(y, mask, d, x, options);  // theta_0 = A^T y
   Array<T, 4> theta = cassi_adjoint(y, mask, x.shape(1), d, options), theta_next(x.shape());
   Array<T, 4> b(x.shape()), b_next(x.shape());  // b starts at 0
   for (int k = 1; k <= p.iterations; k++) {
