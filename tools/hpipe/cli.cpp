@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "hpipe/error.h"
+#include "tools/json_quote.h"
 
 namespace hpipe::cli {
 
@@ -45,24 +46,6 @@ std::vector<const Option *> allowed(const Command &c) {
     for (const Option &o : kWriteOptions) all.push_back(&o);
   for (const Option &o : kCommon) all.push_back(&o);
   return all;
-}
-
-std::string quote(const std::string &s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
 }
 
 std::string number(double v) {
@@ -123,7 +106,7 @@ Json &Json::raw(const std::string &key, const std::string &json) {
   fields_.emplace_back(key, json);
   return *this;
 }
-Json &Json::set(const std::string &key, const std::string &value) { return raw(key, quote(value)); }
+Json &Json::set(const std::string &key, const std::string &value) { return raw(key, tools::json_quote(value)); }
 Json &Json::set(const std::string &key, double value) { return raw(key, number(value)); }
 Json &Json::set(const std::string &key, std::int64_t value) { return raw(key, std::to_string(value)); }
 Json &Json::set(const std::string &key, bool value) { return raw(key, value ? "true" : "false"); }
@@ -140,7 +123,7 @@ Json &Json::set(const std::string &key, const std::vector<Json> &objects) {
 }
 Json &Json::set(const std::string &key, const std::vector<std::string> &strings) {
   std::string s = "[";
-  for (std::size_t i = 0; i < strings.size(); i++) s += (i ? ", " : "") + quote(strings[i]);
+  for (std::size_t i = 0; i < strings.size(); i++) s += (i ? ", " : "") + tools::json_quote(strings[i]);
   return raw(key, s + "]");
 }
 Json &Json::set(const std::string &key, const std::vector<double> &numbers) {
@@ -150,7 +133,7 @@ Json &Json::set(const std::string &key, const std::vector<double> &numbers) {
 }
 std::string Json::str() const {
   std::string s = "{";
-  for (std::size_t i = 0; i < fields_.size(); i++) s += (i ? ", " : "") + quote(fields_[i].first) + ": " + fields_[i].second;
+  for (std::size_t i = 0; i < fields_.size(); i++) s += (i ? ", " : "") + tools::json_quote(fields_[i].first) + ": " + fields_[i].second;
   return s + "}";
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/json_quote.h"
+
 namespace hpipe::tune {
 
 struct Record {
@@ -42,6 +44,6 @@ std::vector<Record> load_records(const std::string &path);  // missing file: non
 void append_record(const std::string &path, const Record &r);
 
 std::string utc_now();
-std::string json_quote(const std::string &s);
+using tools::json_quote;
 
 }  // namespace hpipe::tune
