@@ -9,8 +9,10 @@ namespace {
 
 using namespace Halide;
 
-template <class T>
-class BatchedDotGenerator : public Generator<BatchedDotGenerator<T>> {
+// Row-major operands a(k, i), b(k, i) (Halide order) or, kColumns, column-major a(i, k), b(i, k):
+// the views of transposed (N, K) arrays.
+template <class T, bool kColumns>
+class BatchedDotGenerator : public Generator<BatchedDotGenerator<T, kColumns>> {
  public:
   GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> a{"a", 2};
@@ -18,38 +20,31 @@ class BatchedDotGenerator : public Generator<BatchedDotGenerator<T>> {
   GeneratorOutput<Buffer<T>> out{"out", 1};
 
   void generate() {
-    auto op = alg::batched_dot(a, b, a.dim(0).extent());
-    out = op.out;
     const alg::DotEstimates e;
-    a.set_estimates(e.matrix());
-    b.set_estimates(e.matrix());
-    out.set_estimates(e.out());
+    if constexpr (kColumns) {
+      finish(alg::batched_dot_columns(a, b, a.dim(1).extent()), e.columns());
+    } else {
+      finish(alg::batched_dot(a, b, a.dim(0).extent()), e.matrix());
+    }
+  }
+
+ private:
+  template <class Op>
+  void finish(const Op &op, const Region &operand_estimate) {
+    out = op.out;
+    a.set_estimates(operand_estimate);
+    b.set_estimates(operand_estimate);
+    out.set_estimates(alg::DotEstimates().out());
     apply_schedule<sched::DotKnobs>(op, this->get_target(), knobs);
   }
 };
-
-// Column-major operands: a(i, k), b(i, k), the views of transposed (N, K) arrays.
 template <class T>
-class BatchedDotColumnsGenerator : public Generator<BatchedDotColumnsGenerator<T>> {
- public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
-  GeneratorInput<Buffer<T>> a{"a", 2};
-  GeneratorInput<Buffer<T>> b{"b", 2};
-  GeneratorOutput<Buffer<T>> out{"out", 1};
-
-  void generate() {
-    auto op = alg::batched_dot_columns(a, b, a.dim(1).extent());
-    out = op.out;
-    const alg::DotEstimates e;
-    a.set_estimates(e.columns());
-    b.set_estimates(e.columns());
-    out.set_estimates(e.out());
-    apply_schedule<sched::DotKnobs>(op, this->get_target(), knobs);
-  }
-};
+using BatchedDotRowsGenerator = BatchedDotGenerator<T, false>;
+template <class T>
+using BatchedDotColumnsGenerator = BatchedDotGenerator<T, true>;
 
 }  // namespace
 }  // namespace hpipe
 
-HPIPE_REGISTER_GENERATOR(hpipe::BatchedDotGenerator, batched_dot)
+HPIPE_REGISTER_GENERATOR(hpipe::BatchedDotRowsGenerator, batched_dot)
 HPIPE_REGISTER_GENERATOR(hpipe::BatchedDotColumnsGenerator, batched_dot_columns)
