@@ -100,14 +100,17 @@ const Format kDouble{Float(64), Int(64), 52, 1023, 800.0, kLn2Hi, kLn2Lo, kInfBi
 const Format kSingle{Float(32), Int(32), 23, 127, 110.0, 0x1.62e4p-1, 0x1.7f7d1cp-20, 0x7f800000};
 
 // exp in format f, under strict_float; NaN propagates, overflow gives +inf, underflow 0.
-// x = k ln2 + r, |r| <= ln2/2, r = r_hi + r_lo with r_hi exact; exp(r) = 1 + r + r^2 P(r) with
-// 1 + r_hi kept as an exact two-term sum, and 2^k applied in two exact-or-once steps (denormal
-// results round once).
+// x = k ln2 + r, |r| <= ln2/2 (k by adding and subtracting 1.5 2^mantissa: one instruction fewer
+// than round() and no split of 16-lane vectors), r = r_hi + r_lo with r_hi exact; exp(r) =
+// 1 + r + r^2 P(r) with 1 + r_hi kept as an exact two-term sum, and 2^k applied in two
+// exact-or-once steps (denormal results round once).
 Expr exp_exact(const Expr &x, const Format &f, const std::vector<double> &p) {
   Expr xc = clamp(x, f.c(-f.limit), f.c(f.limit));
-  Expr kd = round(xc * f.c(kInvLn2));
+  Expr shifter = f.c(std::ldexp(1.5, f.mantissa));
+  // Explicitly strict: Halide's simplifier would otherwise cancel the shifter before lowering.
+  Expr kd = strict_float((xc * f.c(kInvLn2) + shifter) - shifter);
   Expr k = cast(f.i, kd);
-  Expr r_hi = xc - kd * f.c(f.ln2_hi);
+  Expr r_hi = xc - kd * f.c(f.ln2_hi);  // exact
   Expr r_lo = f.c(0.0) - kd * f.c(f.ln2_lo);
   Expr r = r_hi + r_lo;
   Expr poly = f.c(p.back());
@@ -119,6 +122,29 @@ Expr exp_exact(const Expr &x, const Format &f, const std::vector<double> &p) {
   Expr k1 = k / 2;  // both factors are normal, the first product is exact
   Expr y = core * f.pow2(k1) * f.pow2(k - k1);
   return select(f.is_nan(x), x, y);
+}
+
+// exp(d) in float for d <= 0, as a term of a sum that is at least 1 (logsumexp's terms, shifted by
+// their maximum): no special values, and d is clamped to -80 (beside the 1, e^-80 is 2^-115). exp(r) = 1 + r + r^2 P(r) by Horner (FMA where the target has it), 2^k added to the
+// exponent bits. Only k's computation is strict (Halide's simplifier and fast-math flags would
+// cancel the shifter).
+// Each term is within about 1 ULP of float (2^-23 relative).
+Expr exp_nonpositive(const Expr &d) {
+  const Format &f = kSingle;
+  Expr dc = max(d, f.c(-80.0));
+  Expr shifter = f.c(std::ldexp(1.5, f.mantissa));
+  Expr shifted = strict_float(dc * f.c(kInvLn2) + shifter);  // its low bits are k
+  // k from the bits, not as shifted - shifter: LLVM would distribute that difference into the
+  // product below (kd ln2 = shifted ln2 - shifter ln2), which is exact only by luck.
+  Expr kd = cast(f.t, f.bits(shifted) - f.bits(shifter));
+  // One FMA with ln 2 rounded to float: its error, |k| 2^-28 relative, only matters for the terms
+  // near 1 (small k).
+  Expr r = dc - kd * f.c(kLn2Hi + kLn2Lo);
+  std::vector<double> p = {1.0, 1.0};
+  for (float c : coefficients::f32_arithmetic::exp_tail) p.push_back(c);
+  Expr poly = f.c(p.back());
+  for (std::size_t j = p.size() - 1; j-- > 0;) poly = poly * r + f.c(p[j]);
+  return f.value(f.bits(poly) + (f.bits(shifted) << f.mantissa));
 }
 
 // exp of a double with the coefficients of a result type: float64 as exp_exact; for float32
@@ -246,19 +272,42 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
   op.chunks = RDom(0, (rows + rows_per_chunk - 1) / rows_per_chunk, "chunk");
 
   op.chunk_max = Func("chunk_max");
-  // Starts (and the fold below) use the lowest finite value, not -inf: the float32 path runs
-  // with LLVM's no-infinities flags. A column of -inf then has a finite maximum and exp() = 0.
-  Expr lowest = t.bits() == 32 ? Expr(-std::numeric_limits<float>::max()) : Expr(-std::numeric_limits<double>::max());
-  op.chunk_max(i, c, o) = lowest;
-  op.chunk_max(i, c, o) = strict_if(k, max(op.chunk_max(i, c, o), x(i, row_in, o)));
-  // As scipy: a non-finite maximum (all -inf, a +inf, NaN) shifts by 0 instead.
-  auto shift = [&](const Expr &chunk) {
-    Expr m = cast<double>(op.chunk_max(i, chunk, o));
-    return select(is_finite_bits(m), m, Expr(0.0));
-  };
   op.chunk_sum = Func("chunk_sum");
-  op.chunk_sum(i, c, o) = Expr(0.0);
-  op.chunk_sum(i, c, o) += strict_if(k, exp_double(cast<double>(x(i, row_in, o)) - shift(c), k));
+  Expr x_row = x(i, row_in, o);
+  // A chunk's (shift, sum) for the fold below, as doubles; NaN and +inf make the sum NaN or +inf.
+  Expr chunk_shift, chunk_sum;
+  if (t == Float(32)) {
+    // float32: the terms exp(x - max) in float lanes (16 per AVX-512 vector) with exp_nonpositive,
+    // summed in double. The maximum is a float max started at the lowest finite value (the lanes
+    // run with LLVM's no-infinities flags); beside it the largest magnitude's bits, an integer max
+    // that the fast-math flags cannot fold, tell NaN and +inf apart from finite chunks.
+    Expr magnitude = reinterpret(Int(32), x_row) & Expr(0x7fffffff);
+    op.chunk_max(i, c, o) = Tuple(Expr(-std::numeric_limits<float>::max()), Expr(0));
+    op.chunk_max(i, c, o) = Tuple(max(op.chunk_max(i, c, o)[0], x_row), max(op.chunk_max(i, c, o)[1], magnitude));
+    op.chunk_sum(i, c, o) = Expr(0.0);
+    op.chunk_sum(i, c, o) += cast<double>(exp_nonpositive(x_row - op.chunk_max(i, c, o)[0]));
+    Expr m = op.chunk_max(i, op.chunks, o)[0], flags = op.chunk_max(i, op.chunks, o)[1];
+    const std::int32_t inf = 0x7f800000;
+    Expr nan = flags > Expr(inf), plus_inf = reinterpret(Int(32), m) == Expr(inf);
+    chunk_shift = select(plus_inf || nan, Expr(0.0), cast<double>(m));
+    // The term of the maximum is 1: a sum below 1/2 is a chunk of -inf only (its terms are e^-80).
+    Expr sum = op.chunk_sum(i, op.chunks, o);
+    chunk_sum = from_bits(select(nan, Expr(std::int64_t(0x7ff8000000000000)), plus_inf, Expr(kInfBits),
+                                 sum < Expr(0.5), Expr(std::int64_t(0)), bits_of(sum)));
+  } else {
+    // float64: strict, each term to the last bit (exp_double); a non-finite maximum (all -inf, a
+    // +inf, NaN) shifts by 0 instead, as scipy does, and exp() gives the sum its NaN or inf.
+    auto shift = [&](const Expr &chunk) {
+      Expr m = op.chunk_max(i, chunk, o);
+      return select(is_finite_bits(m), m, Expr(0.0));
+    };
+    op.chunk_max(i, c, o) = Expr(-std::numeric_limits<double>::max());
+    op.chunk_max(i, c, o) = strict_float(max(op.chunk_max(i, c, o), x_row));
+    op.chunk_sum(i, c, o) = Expr(0.0);
+    op.chunk_sum(i, c, o) += strict_float(exp_double(x_row - shift(c), k));
+    chunk_shift = shift(op.chunks);
+    chunk_sum = op.chunk_sum(i, op.chunks, o);
+  }
 
   // Fold chunk (shift_c, sum_c) into the running (shift, sum): both rescaled to the larger shift.
   // An infinite sum stays infinite (inf * exp(-huge) would be NaN).
@@ -268,7 +317,6 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
   op.running = Func("running");
   op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0));
   Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1];
-  Expr chunk_shift = shift(op.chunks), chunk_sum = op.chunk_sum(i, op.chunks, o);
   Expr new_shift = max(old_shift, chunk_shift);
   op.running(i, o) = Tuple(new_shift, strict_if(k, rescale(old_sum, old_shift - new_shift) +
                                                        rescale(chunk_sum, chunk_shift - new_shift)));

@@ -27,7 +27,7 @@ class ElementwiseGenerator : public Generator<ElementwiseGenerator<T, Fn>> {
     const TranscendentalEstimates e;
     x.set_estimates(e.flat());
     y.set_estimates(e.flat());
-    apply_schedule<sched::TranscendentalKnobs>(op, this->get_target(), knobs);
+    apply_schedule<sched::MathElementwiseKnobs>(op, this->get_target(), knobs);
   }
 };
 template <class T>
@@ -54,7 +54,7 @@ class LogSumExpGenerator : public Generator<LogSumExpGenerator<T>> {
     const TranscendentalEstimates e;
     x.set_estimates(e.matrix());
     out.set_estimates(e.reduced());
-    apply_schedule<sched::TranscendentalKnobs>(op, this->get_target(), knobs);
+    apply_schedule<sched::LogSumExpKnobs>(op, this->get_target(), knobs);
   }
 };
 

@@ -6,21 +6,31 @@
 
 namespace hpipe::sched {
 
-struct TranscendentalCpuKnobs {
-  int vector_factor = 1;            // vector width in multiples of the target's natural float width
-  int elements_per_task = 1 << 16;  // elementwise: elements one parallel task covers
-  int columns_per_task = 1024;      // logsumexp: columns (i) one task folds over every row
+struct MathElementwiseCpuKnobs {
+  int vector_factor = 2;            // vector width in multiples of the target's natural float width
+  int elements_per_task = 1 << 16;  // elements one parallel task covers
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
     f("elements_per_task", elements_per_task, Candidates{1 << 12, 1 << 14, 1 << 16, 1 << 18});
-    f("columns_per_task", columns_per_task, Candidates{256, 512, 1024, 2048, 4096});
   }
-  bool valid() const { return vector_factor >= 1 && elements_per_task >= 64 && columns_per_task >= 64; }
+  bool valid() const { return vector_factor >= 1 && elements_per_task >= 64; }
 };
 
-struct TranscendentalCudaKnobs {
+struct LogSumExpCpuKnobs {
+  int vector_factor = 4;            // vector width in multiples of the target's natural float width
+  int columns_per_task = 4096;      // columns (i) one task folds over every row
+
+  template <class F>
+  void visit(F &&f) {
+    f("vector_factor", vector_factor, Candidates{1, 2, 4});
+    f("columns_per_task", columns_per_task, Candidates{256, 512, 1024, 2048, 4096});
+  }
+  bool valid() const { return vector_factor >= 1 && columns_per_task >= 64; }
+};
+
+struct MathCudaKnobs {
   int block = 256;  // threads of a block
 
   template <class F>
@@ -30,16 +40,21 @@ struct TranscendentalCudaKnobs {
   bool valid() const { return block >= 32 && block <= 1024; }
 };
 
-void schedule_cpu(alg::Elementwise op, const Halide::Target &t, const TranscendentalCpuKnobs &k);
-void schedule_cpu(alg::LogSumExp op, const Halide::Target &t, const TranscendentalCpuKnobs &k);
+void schedule_cpu(alg::Elementwise op, const Halide::Target &t, const MathElementwiseCpuKnobs &k);
+void schedule_cpu(alg::LogSumExp op, const Halide::Target &t, const LogSumExpCpuKnobs &k);
 
-void schedule_cuda(alg::Elementwise op, const Halide::Target &t, const TranscendentalCudaKnobs &k);
-void schedule_cuda(alg::LogSumExp op, const Halide::Target &t, const TranscendentalCudaKnobs &k);
+void schedule_cuda(alg::Elementwise op, const Halide::Target &t, const MathCudaKnobs &k);
+void schedule_cuda(alg::LogSumExp op, const Halide::Target &t, const MathCudaKnobs &k);
 
-// The knob structs each backend of the family reads (used by the generators and the tuner).
-struct TranscendentalKnobs {
-  using Cpu = TranscendentalCpuKnobs;
-  using Cuda = TranscendentalCudaKnobs;
+// The knob structs each backend reads (used by the generators and the tuner): the elementwise
+// ops and logsumexp have their own CPU knobs (their best vector widths differ).
+struct MathElementwiseKnobs {
+  using Cpu = MathElementwiseCpuKnobs;
+  using Cuda = MathCudaKnobs;
+};
+struct LogSumExpKnobs {
+  using Cpu = LogSumExpCpuKnobs;
+  using Cuda = MathCudaKnobs;
 };
 
 }  // namespace hpipe::sched

@@ -13,7 +13,7 @@ using namespace Halide;
 
 // Elementwise: vectors, grouped into tasks of about `elements_per_task` elements. (Splitting into
 // tasks first and guarding there made the last task run all its vectors, masked, past the end.)
-void schedule_cpu(alg::Elementwise op, const Target &t, const TranscendentalCpuKnobs &k) {
+void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(op.y), k.vector_factor);
   Var i = arg(op.y, 0), v("v"), lane("lane"), task("task");
   op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf)
@@ -26,7 +26,7 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const TranscendentalCpuK
 // rows, the chunk's maximum and then its sum of exponentials are computed across the whole width
 // of the task (rows read contiguously; the chunk is re-read from cache for the sum), then folded
 // into the running (shift, sum) of the task's columns. Every stage is vectorized across columns.
-void schedule_cpu(alg::LogSumExp op, const Target &t, const TranscendentalCpuKnobs &k) {
+void schedule_cpu(alg::LogSumExp op, const Target &t, const LogSumExpCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
   Var i = arg(op.out, 0), o = arg(op.out, 1), io("io"), ii("ii"), task("task");
   op.out.split(i, io, ii, k.columns_per_task, TailStrategy::GuardWithIf)
