@@ -13,16 +13,26 @@ struct Conv1dCpuKnobs {
   int vector_factor = 1;   // vector width in multiples of the target's natural width
   int rows_per_task = 64;  // rows one parallel task covers
   int rows_per_stage = 8;  // rows padded together before they are convolved
+  // Short rows (output rows of at most short_row_length elements; 0: no short-row loop nest) cost
+  // a few ns each, so their tasks and stages are counted separately: small tasks there spend
+  // their time in the thread pool, not in the rows.
+  int short_row_length = 32;
+  int short_rows_per_task = 1024;
+  int short_rows_per_stage = 16;
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2});
     f("rows_per_task", rows_per_task, Candidates{8, 16, 32, 64, 128, 256});
     f("rows_per_stage", rows_per_stage, Candidates{1, 2, 4, 8, 16});
+    f("short_row_length", short_row_length, Candidates{0, 16, 32, 64});
+    f("short_rows_per_task", short_rows_per_task, Candidates{256, 512, 1024, 2048, 4096});
+    f("short_rows_per_stage", short_rows_per_stage, Candidates{4, 8, 16, 32});
   }
   bool valid() const {
     return vector_factor >= 1 && rows_per_stage >= 1 && rows_per_task >= rows_per_stage &&
-           rows_per_task % rows_per_stage == 0;
+           rows_per_task % rows_per_stage == 0 && short_row_length >= 0 && short_rows_per_stage >= 1 &&
+           short_rows_per_task >= short_rows_per_stage && short_rows_per_task % short_rows_per_stage == 0;
   }
 };
 

@@ -2,10 +2,20 @@
 //
 // Rows in parallel tasks; each row is staged zero-padded (dense vector copies, the row's end a
 // masked vector), then every vector of outputs accumulates its taps in a register, the taps
-// unrolled for kernels of 2..9 taps. Measured on a 2-core Xeon (Cascade Lake, AVX-512 target,
-// KVM, shared with other builds), default knobs: 100000 rows of 9 with 7 taps 1.9-2.0 ms on one
-// thread, 1.9-7.2 ms on two (34-56% of BM_stream_copy); one call of 5 rows 1.1-2.3 us; 1000 rows
-// of 1000 with 31 taps (generic path) 2.7 ms on one thread. Details: README "Performance".
+// unrolled for kernels of 2..9 taps. Batches of short rows (outputs <= short_row_length, at least
+// one task of them) get their own nest with larger tasks and stages. Measured on a 2-core Xeon
+// (Cascade Lake, AVX-512 target, KVM, another tenant using memory bandwidth: BM_stream_copy
+// varied 55-111 ms in the same session), default knobs, `hpipe_bench --benchmark_min_time=0.3`,
+// median of 3 runs interleaved with the previous schedule: 100000 rows of 9 with 7 taps 1.47 ms
+// (66% of BM_stream_copy; previous schedule 2.04 ms, 35%); the same with one shared kernel 1.43 ms
+// (previous 2.17 ms); one call of 5 rows 1.7-2.7 us (unchanged nest; previous 1.8-3.0 us); 1000
+// rows of 1000 with 31 taps (generic path, unchanged) 1.7 ms. In a cache-resident JIT test
+// (8000 rows, one thread) a row costs ~16 ns (~40 cycles; memset of the padding, masked copy and
+// store, stage bookkeeping). Lanes across rows (rows transposed through L1 with gathers, outputs
+// scattered) were tried and were slower: 3.0-3.3 ms against 2.1 ms on one thread, 100000 rows.
+// Details: README "Performance".
+#include <algorithm>
+
 #include "schedules/common.h"
 #include "schedules/conv1d.h"
 
@@ -17,17 +27,30 @@ void schedule_cpu(alg::Conv1d op, const Target &t, const Conv1dCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
   Var x = arg(op.out, 0), i = arg(op.out, 1);
   Var io("io"), ii("ii"), is("is"), xo("xo"), xi("xi");
-  op.out.split(i, io, ii, k.rows_per_task, TailStrategy::GuardWithIf)
-      .split(ii, is, ii, k.rows_per_stage, TailStrategy::GuardWithIf)
-      .split(x, xo, xi, lanes, TailStrategy::GuardWithIf)
-      .vectorize(xi);
-  // A call that is one task runs in the calling thread, without a thread-pool round trip.
-  op.out.specialize(op.out.output_buffer().dim(1).extent() <= k.rows_per_task);
-  // Common tap counts get their own loop nest, so the choice of unrolled taps below is made once
-  // per call rather than once per vector.
-  for (int n = kConv1dUnrolledTapsMin; n <= kConv1dUnrolledTapsMax; n++)
-    op.out.specialize(op.taps == n).parallel(io);
-  op.out.parallel(io);
+  // One loop nest per row class, with the same loop names (the stages below are placed by name):
+  // tasks of `rows` rows, stages of `stage` rows, one vector of outputs at a time.
+  auto rows_loop = [&](Stage s, int rows, int stage) {
+    s.split(i, io, ii, rows, TailStrategy::GuardWithIf)
+        .split(ii, is, ii, stage, TailStrategy::GuardWithIf)
+        .split(x, xo, xi, lanes, TailStrategy::GuardWithIf)
+        .vectorize(xi);
+    // A call that is one task runs in the calling thread, without a thread-pool round trip.
+    s.specialize(op.out.output_buffer().dim(1).extent() <= rows);
+    // Common tap counts get their own loop nest, so the choice of unrolled taps below is made
+    // once per call rather than once per vector.
+    for (int n = kConv1dUnrolledTapsMin; n <= kConv1dUnrolledTapsMax; n++) s.specialize(op.taps == n).parallel(io);
+    s.parallel(io);
+  };
+  if (k.short_row_length > 0) {
+    // Short rows take a few ns each: tasks of 64 of them cost less than the thread pool's hand-off
+    // (100000 rows of 15 outputs: 1.6-1.9 ms in tasks of 64 rows, 1.0-1.1 ms in tasks of 1024).
+    // Calls of fewer rows than one such task keep the general nest (measured faster there).
+    const auto &shape = op.out.output_buffer();
+    rows_loop(op.out.specialize(shape.dim(0).extent() <= k.short_row_length &&
+                                shape.dim(1).extent() >= k.short_rows_per_task),
+              k.short_rows_per_task, k.short_rows_per_stage);
+  }
+  rows_loop(op.out, k.rows_per_task, k.rows_per_stage);
 
   // One vector of outputs in a register while the taps stream past. The staged rows are padded,
   // so the vector may round up past the row's end; only the store to `out` is masked.
@@ -39,14 +62,16 @@ void schedule_cpu(alg::Conv1d op, const Target &t, const Conv1dCpuKnobs &k) {
 
   // Padded rows: zeros, then the rows copied in, a stage of rows_per_stage rows at a time, so the
   // convolution's loads never wait on the stores that just wrote their row (store forwarding).
-  // Allocated once per task, folded to one stage.
+  // Allocated once per task, folded to one stage (the larger of the two row classes' stages).
   Var px = arg(op.padded, 0), pi = arg(op.padded, 1);
   op.padded.store_at(op.out, io)
       .compute_at(op.out, is)
       .vectorize(px, lanes, TailStrategy::RoundUp);
   // A fold of one row fails Halide 14's run-time check ("folded storage dimension ... accessed out
   // of order", every rows_per_stage:1 variant, found by hpipe-tune): one-row stages stay unfolded.
-  if (k.rows_per_stage > 1) op.padded.fold_storage(pi, k.rows_per_stage);
+  const int fold = k.short_row_length > 0 ? std::max(k.rows_per_stage, k.short_rows_per_stage) : k.rows_per_stage;
+  const bool one_row_stages = k.rows_per_stage == 1 || (k.short_row_length > 0 && k.short_rows_per_stage == 1);
+  if (!one_row_stages) op.padded.fold_storage(pi, fold);
   op.padded.update().vectorize(op.signal.x, lanes, TailStrategy::GuardWithIf);
 }
 

@@ -88,6 +88,16 @@ TYPED_TEST(Conv1dTyped, MatchesNumpyOnCuda) {
 // The large W3 batch: 10^5 rows of 9 against 7 taps, per-row kernels, every mode.
 TYPED_TEST(Conv1dTyped, HundredThousandRows) { check_problem<TypeParam>({100000, 9, 7}, Device::cpu, 77); }
 
+// Batches of at least one short-row task (schedules/conv1d.h: short_row_length 32,
+// short_rows_per_task 1024) take their own loop nest: exactly one task, one row over, generic and
+// unrolled taps, La < Lv, and full rows of 32 and 33 outputs (just inside and outside the limit).
+TYPED_TEST(Conv1dTyped, ShortRowBatches) {
+  std::uint32_t seed = 500;
+  for (const Problem &p : {Problem{1024, 9, 7}, Problem{1025, 3, 12}, Problem{3001, 20, 13}, Problem{2049, 24, 9},
+                           Problem{1100, 25, 9}, Problem{1500, 1, 1}})
+    check_problem<TypeParam>(p, Device::cpu, seed += 3, -1.0);
+}
+
 // Hand-checked values: np.convolve([1, 2, 3], [0, 1, 0.5]) = [0, 1, 2.5, 4, 1.5];
 // same -> [1, 2.5, 4]; valid -> [2.5]. With the operands swapped the results are the same.
 TEST(Conv1dValues, SmallExampleLikeNumpy) {
