@@ -13,12 +13,13 @@ using namespace Halide;
 
 namespace {
 
-// The polynomials for one result type (tools/dev/fit_transcendental.py fits both sets).
+template <class T, std::size_t N>
+std::vector<double> list(const T (&c)[N]) {
+  return std::vector<double>(c, c + N);
+}
+
+// The float64 polynomials (tools/dev/fit_transcendental.py); float32 uses coefficients::f32_arithmetic.
 struct Coefficients {
-  // float64 results: strict_float (no reassociation or contraction, bit-identical on every
-  // target), an exact 1 + r and 2^k in two steps for the denormals. float32 results only need
-  // 2^-31 before their rounding: contraction into FMA is allowed and 2^k is one saturating step.
-  bool exact;
   std::vector<double> exp_tail, log_tail, erf_small;
   std::vector<std::vector<double>> erfcx;  // one polynomial in x - center per interval
   std::vector<double> erfc_breaks;         // interval ends: erf(x) = x + x E(x^2) below the
@@ -26,30 +27,16 @@ struct Coefficients {
   std::vector<double> erfc_centers;
 };
 
-template <class T, std::size_t N>
-std::vector<double> list(const T (&c)[N]) {
-  return std::vector<double>(c, c + N);
-}
-
-const Coefficients &coefficients_for(const Type &result) {
-  namespace f32 = coefficients::f32;
+const Coefficients &f64_coefficients() {
   namespace f64 = coefficients::f64;
-  static const Coefficients single{false,
-                                   list(f32::exp_tail),
-                                   list(f32::log_tail),
-                                   list(f32::erf_small),
-                                   {list(f32::erfcx_0), list(f32::erfcx_1)},
-                                   list(f32::erfc_breaks),
-                                   list(f32::erfc_centers)};
-  static const Coefficients twice{true,
-                                  list(f64::exp_tail),
-                                  list(f64::log_tail),
-                                  list(f64::erf_small),
-                                  {list(f64::erfcx_0), list(f64::erfcx_1), list(f64::erfcx_2), list(f64::erfcx_3),
-                                   list(f64::erfcx_4)},
-                                  list(f64::erfc_breaks),
-                                  list(f64::erfc_centers)};
-  return result.bits() == 32 ? single : twice;
+  static const Coefficients c{list(f64::exp_tail),
+                              list(f64::log_tail),
+                              list(f64::erf_small),
+                              {list(f64::erfcx_0), list(f64::erfcx_1), list(f64::erfcx_2), list(f64::erfcx_3),
+                               list(f64::erfcx_4)},
+                              list(f64::erfc_breaks),
+                              list(f64::erfc_centers)};
+  return c;
 }
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -73,9 +60,10 @@ Expr is_nan_bits(const Expr &d) { return magnitude_bits(d) > Expr(kInfBits); }
 Expr is_inf_bits(const Expr &d) { return magnitude_bits(d) == Expr(kInfBits); }
 Expr is_finite_bits(const Expr &d) { return magnitude_bits(d) < Expr(kInfBits); }
 
+// c[0] + c[1] t + c[2] t^2 + ..., in t's type.
 Expr horner(const Expr &t, const std::vector<double> &c) {
-  Expr acc = Expr(c.back());
-  for (std::size_t j = c.size() - 1; j-- > 0;) acc = acc * t + Expr(c[j]);
+  Expr acc = cast(t.type(), Expr(c.back()));
+  for (std::size_t j = c.size() - 1; j-- > 0;) acc = acc * t + cast(t.type(), Expr(c[j]));
   return acc;
 }
 
@@ -113,9 +101,7 @@ Expr exp_exact(const Expr &x, const Format &f, const std::vector<double> &p) {
   Expr r_hi = xc - kd * f.c(f.ln2_hi);  // exact
   Expr r_lo = f.c(0.0) - kd * f.c(f.ln2_lo);
   Expr r = r_hi + r_lo;
-  Expr poly = f.c(p.back());
-  for (std::size_t j = p.size() - 1; j-- > 0;) poly = poly * r + f.c(p[j]);
-  Expr tail = r * r * poly;
+  Expr tail = r * r * horner(r, p);
   Expr one_hi = f.c(1.0) + r_hi;
   Expr one_lo = (f.c(1.0) - one_hi) + r_hi;
   Expr core = one_hi + (one_lo + (r_lo + tail));
@@ -125,10 +111,11 @@ Expr exp_exact(const Expr &x, const Format &f, const std::vector<double> &p) {
 }
 
 // exp(d) in float for d <= 0, as a term of a sum that is at least 1 (logsumexp's terms, shifted by
-// their maximum): no special values, and d is clamped to -80 (beside the 1, e^-80 is 2^-115). exp(r) = 1 + r + r^2 P(r) by Horner (FMA where the target has it), 2^k added to the
-// exponent bits. Only k's computation is strict (Halide's simplifier and fast-math flags would
-// cancel the shifter).
-// Each term is within about 1 ULP of float (2^-23 relative).
+// their maximum): no special values, and d is clamped to -80 (beside the 1, e^-80 is 2^-115).
+// exp(r) = 1 + r + r^2 P(r) by Horner (FMA where the target has it), 2^k added to the exponent
+// bits. Only k's computation is strict (Halide's simplifier and fast-math flags would cancel the
+// shifter). Relative error: 2^-23.5 for d > -1, growing with |k| to 2^-21.8 at d = -80 (all
+// 1.1e9 floats in [-80, 0] checked against double).
 Expr exp_nonpositive(const Expr &d) {
   const Format &f = kSingle;
   Expr dc = max(d, f.c(-80.0));
@@ -142,30 +129,15 @@ Expr exp_nonpositive(const Expr &d) {
   Expr r = dc - kd * f.c(kLn2Hi + kLn2Lo);
   std::vector<double> p = {1.0, 1.0};
   for (float c : coefficients::f32_arithmetic::exp_tail) p.push_back(c);
-  Expr poly = f.c(p.back());
-  for (std::size_t j = p.size() - 1; j-- > 0;) poly = poly * r + f.c(p[j]);
-  return f.value(f.bits(poly) + (f.bits(shifted) << f.mantissa));
+  return f.value(f.bits(horner(r, p)) + (f.bits(shifted) << f.mantissa));
 }
 
-// exp of a double with the coefficients of a result type: float64 as exp_exact; for float32
-// results (2^-31 is enough, FMA contraction allowed) one saturating step for 2^k.
-Expr exp_double(const Expr &x, const Coefficients &c) {
-  if (c.exact) return exp_exact(x, kDouble, c.exp_tail);
-  Expr xc = clamp(x, Expr(-800.0), Expr(800.0));
-  Expr kd = round(xc * Expr(kInvLn2));
-  Expr k = cast<std::int64_t>(kd);
-  Expr r = (xc - kd * Expr(kLn2Hi)) - kd * Expr(kLn2Lo);
-  Expr tail = r * r * horner(r, c.exp_tail);
-  // 2^k saturates to 0 below 2^-1022 (beyond float32's range). Above 2^1023 the result is
-  // +inf, chosen on the bits: LLVM may rewrite (1 + s) * inf as s * inf + inf, which is NaN.
-  Expr scale = from_bits(clamp(k + Expr(std::int64_t(1023)), Expr(std::int64_t(0)), Expr(std::int64_t(2046))) << 52);
-  Expr y = from_bits(select(k > Expr(std::int64_t(1023)), Expr(kInfBits), bits_of((Expr(1.0) + (r + tail)) * scale)));
-  return select(is_nan_bits(x), x, y);
-}
+Expr exp_double(const Expr &x) { return exp_exact(x, kDouble, f64_coefficients().exp_tail); }
 
 // log of a double, as fdlibm arranges it: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
 // s = f / (2 + f), log(1 + f) = f - f^2/2 + s (f^2/2 + s^2 Q(s^2)).
-Expr log_double(const Expr &x, const Coefficients &c) {
+Expr log_double(const Expr &x) {
+  const Coefficients &c = f64_coefficients();
   Expr tiny = x < Expr(0x1p-1022);  // denormals: scale into the normal range first
   Expr xs = select(tiny, x * Expr(0x1p54), x);
   Expr bits = bits_of(xs);
@@ -175,9 +147,7 @@ Expr log_double(const Expr &x, const Coefficients &c) {
   m = select(high, m * Expr(0.5), m);
   Expr kd = cast<double>(select(high, k + 1, k));
   Expr f = m - Expr(1.0);
-  // s only scales the f^3-sized part of the result, so for float32 results a float32 quotient
-  // (2^-24) is ample and costs half as much as a double one.
-  Expr s = c.exact ? f / (Expr(2.0) + f) : cast<double>(cast<float>(f) / cast<float>(Expr(2.0) + f));
+  Expr s = f / (Expr(2.0) + f);
   Expr z = s * s;
   Expr r = z * horner(z, c.log_tail);
   Expr half_f2 = Expr(0.5) * f * f;
@@ -185,17 +155,40 @@ Expr log_double(const Expr &x, const Coefficients &c) {
   return select(is_nan_bits(x) || x < Expr(0.0), Expr(kNaN), x == Expr(0.0), Expr(-kInf), is_inf_bits(x), x, y);
 }
 
+// log of a float in float arithmetic (16 lanes per AVX-512 vector), under strict_float, arranged
+// as fdlibm's: x = 2^k m with m in [sqrt(1/2), sqrt(2)) taken from the bits offset by those of
+// sqrt(1/2), f = m - 1 (exact), log(1 + f) = f - f^2/2 + f^3 T(f), and k ln2 in two parts (k ln2_hi
+// exact) added last: where that last step is not exact the result is large beside its other
+// part. Denormals are scaled into the normal range first.
+Expr log_single(const Expr &x) {
+  const Format &f = kSingle;
+  Expr tiny = x < f.c(0x1p-126);
+  Expr xs = select(tiny, x * f.c(0x1p25), x);
+  const std::int32_t sqrt_half = 0x3f3504f3;  // bits of sqrt(1/2) rounded down
+  Expr offset = f.bits(xs) - Expr(sqrt_half);
+  Expr k = (offset >> 23) - select(tiny, Expr(25), Expr(0));
+  Expr m = f.value((offset & Expr(0x007fffff)) + Expr(sqrt_half));
+  Expr dk = cast(f.t, k);
+  Expr fr = m - f.c(1.0);
+  Expr half_f2 = f.c(0.5) * fr * fr;
+  Expr tail = fr * fr * fr * horner(fr, list(coefficients::f32_arithmetic::log1p_tail));
+  Expr y = dk * f.c(f.ln2_hi) - ((half_f2 - (tail + dk * f.c(f.ln2_lo))) - fr);
+  Expr nan = f.value(Expr(0x7fc00000)), minus_inf = f.value(Expr(std::int32_t(0xff800000)));
+  return select(f.is_nan(x) || x < f.c(0.0), nan, x == f.c(0.0), minus_inf, f.bits(x) == Expr(0x7f800000), x, y);
+}
+
 // erf of a double. |x| < b0 = 1: x + x E(x^2). Up to the last break: 1 - exp(-x^2) erfcx(x), with x^2
 // as an exact head (x's top 26 bits squared) plus a tail, and erfcx a polynomial per interval.
 // Beyond: 1. The sign is copied from x (erf(-0) = -0).
-Expr erf_double(const Expr &x, const Coefficients &c) {
+Expr erf_double(const Expr &x) {
+  const Coefficients &c = f64_coefficients();
   Expr a = abs(x);
   Expr small = a + a * horner(a * a, c.erf_small);
 
   Expr head = from_bits(bits_of(a) & Expr(~std::int64_t((1 << 27) - 1)));
   Expr sq_hi = head * head;
   Expr sq_lo = (a - head) * (a + head);
-  Expr gauss = exp_double(Expr(0.0) - sq_hi, c) * (Expr(1.0) - sq_lo * (Expr(1.0) - Expr(0.5) * sq_lo));
+  Expr gauss = exp_double(Expr(0.0) - sq_hi) * (Expr(1.0) - sq_lo * (Expr(1.0) - Expr(0.5) * sq_lo));
   // Coefficient j of the interval a lies in (intervals are tried in order).
   const auto &breaks = c.erfc_breaks;
   auto pick = [&](auto value_of) {
@@ -218,26 +211,36 @@ Expr erf_double(const Expr &x, const Coefficients &c) {
   return select(is_nan_bits(x), x, y);
 }
 
-Expr strict_if(const Coefficients &c, const Expr &e) { return c.exact ? strict_float(e) : e; }
+// erf of a float in float arithmetic, under strict_float, without branches or exp: |x| < 1:
+// x + x E(x^2); up to 3.95 (where erf rounds to 1): 1 - C(|x| - c), C a polynomial for erfc itself
+// (its absolute error is what the result needs); beyond: 1. The sign is copied from x.
+Expr erf_single(const Expr &x) {
+  namespace c = coefficients::f32_arithmetic;
+  const Format &f = kSingle;
+  Expr a = abs(x);
+  Expr small = a + a * horner(a * a, list(c::erf_small));
+  Expr large = f.c(1.0) - horner(a - f.c(c::erfc_large_center), list(c::erfc_large));
+  Expr magnitude = select(a < f.c(c::erf_small_below), small, a < f.c(c::erf_one_from), large, f.c(1.0));
+  Expr sign = f.bits(x) & Expr(std::int32_t(0x80000000));
+  return select(f.is_nan(x), x, f.value(f.bits(magnitude) | sign));
+}
 
-// Computes fn in double with the coefficients of x's type, rounds once to x's type.
-template <class Fn>
-Expr in_double(const Expr &x, Fn fn) {
-  if (!x.type().is_float() || (x.type().bits() != 32 && x.type().bits() != 64))
-    throw CompileError("hpipe transcendentals take float or double");
-  const Coefficients &c = coefficients_for(x.type());
-  return strict_if(c, cast(x.type(), fn(cast<double>(x), c)));
+// f32 for float, f64 for double, strict (the same bits on every target); float32 in float lanes.
+Expr either(const Expr &x, Expr (*f32)(const Expr &), Expr (*f64)(const Expr &)) {
+  if (x.type() == Float(32)) return strict_float(f32(x));
+  if (x.type() == Float(64)) return strict_float(f64(x));
+  throw CompileError("hpipe transcendentals take float or double");
 }
 
 }  // namespace
 
 Expr accurate_exp(const Expr &x) {
-  if (x.type() == Float(32))
-    return strict_float(exp_exact(x, kSingle, list(coefficients::f32_arithmetic::exp_tail)));
-  return in_double(x, exp_double);
+  return either(
+      x, [](const Expr &v) { return exp_exact(v, kSingle, list(coefficients::f32_arithmetic::exp_tail)); },
+      exp_double);
 }
-Expr accurate_log(const Expr &x) { return in_double(x, log_double); }
-Expr accurate_erf(const Expr &x) { return in_double(x, erf_double); }
+Expr accurate_log(const Expr &x) { return either(x, log_single, log_double); }
+Expr accurate_erf(const Expr &x) { return either(x, erf_single, erf_double); }
 
 Elementwise elementwise(Func x, MathFunction fn) {
   Var i("i");
@@ -260,9 +263,6 @@ Elementwise elementwise(Func x, MathFunction fn) {
 LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
   Var i("i"), c("c"), o("o");
   const Type t = value_type(x);
-  const Coefficients &k = coefficients_for(t);
-  // The fold and the final log run once per chunk or output: they use the float64 set.
-  const Coefficients &once = coefficients_for(Float(64));
   LogSumExp op;
   op.chunk_rows = RDom(0, rows_per_chunk, "chunk_row");
   Expr row = c * rows_per_chunk + op.chunk_rows;
@@ -304,7 +304,7 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
     op.chunk_max(i, c, o) = Expr(-std::numeric_limits<double>::max());
     op.chunk_max(i, c, o) = strict_float(max(op.chunk_max(i, c, o), x_row));
     op.chunk_sum(i, c, o) = Expr(0.0);
-    op.chunk_sum(i, c, o) += strict_float(exp_double(x_row - shift(c), k));
+    op.chunk_sum(i, c, o) += strict_float(exp_double(x_row - shift(c)));
     chunk_shift = shift(op.chunks);
     chunk_sum = op.chunk_sum(i, op.chunks, o);
   }
@@ -312,17 +312,17 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
   // Fold chunk (shift_c, sum_c) into the running (shift, sum): both rescaled to the larger shift.
   // An infinite sum stays infinite (inf * exp(-huge) would be NaN).
   auto rescale = [&](const Expr &sum, const Expr &by) {
-    return select(is_inf_bits(sum), sum, sum * exp_double(by, once));
+    return select(is_inf_bits(sum), sum, sum * exp_double(by));
   };
   op.running = Func("running");
   op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0));
   Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1];
   Expr new_shift = max(old_shift, chunk_shift);
-  op.running(i, o) = Tuple(new_shift, strict_if(k, rescale(old_sum, old_shift - new_shift) +
-                                                       rescale(chunk_sum, chunk_shift - new_shift)));
+  op.running(i, o) = Tuple(new_shift, strict_float(rescale(old_sum, old_shift - new_shift) +
+                                                   rescale(chunk_sum, chunk_shift - new_shift)));
 
   op.out = Func("out");
-  op.out(i, o) = strict_if(k, cast(t, op.running(i, o)[0] + log_double(op.running(i, o)[1], once)));
+  op.out(i, o) = strict_float(cast(t, op.running(i, o)[0] + log_double(op.running(i, o)[1])));
   return op;
 }
 

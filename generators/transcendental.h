@@ -2,13 +2,13 @@
 // fitted by tools/dev/fit_transcendental.py), the elementwise ops over them, and logsumexp.
 // Algorithms only (schedules live in schedules/transcendental_*.cpp).
 //
-// float64 results are computed in double with the full polynomials under strict_float (no
-// reassociation or contraction: the exact Cody-Waite and two-sum steps rely on it, and every CPU
-// target gives the same bits). float32 exp runs the same exact algorithm in float arithmetic
-// (strict, 16 lanes per AVX-512 vector); float32 log and erf are computed in double with shorter
-// polynomials (2^-31 before the one rounding to float) and may contract into FMA.
+// Everything is computed under strict_float (no reassociation or contraction: the exact
+// Cody-Waite and two-sum steps rely on it, and every CPU target gives the same bits): float64
+// results in double, float32 results in float (16 lanes per AVX-512 vector), without branches.
+// The exception is logsumexp's float32 terms (exp_nonpositive), which only need to be good
+// relative to a sum of at least 1 and contract into FMA.
 // Accuracy, measured by tests/test_math.cpp (the table is in runtime/include/hpipe/math.h):
-//   float32  exp 0.764, log 0.576, erf 0.519 ULP (all 2^32 inputs)
+//   float32  exp 0.764, log 0.824, erf 1.337 ULP (all 2^32 inputs)
 //   float64  exp 0.768, log 0.820, erf 1.355 ULP (2.2-2.6 million samples per function)
 //
 // Layout (Halide order, innermost first): elementwise x(i) -> y(i); logsumexp reduces the middle

@@ -118,57 +118,6 @@ constexpr double erfc_breaks[] = {1.0, 1.5, 2.0, 2.75, 3.75, 6.0};
 constexpr double erfc_centers[] = {1.25, 1.75, 2.375, 3.25, 4.875};
 }  // namespace f64
 
-namespace f32 {
-// exp_tail: degree 5 on [-0.346574, 0.346574], max weighted error 2.2e-10 (target 4.66e-10)
-constexpr double exp_tail[] = {
-    0x1.0000000b8f62bp-1,
-    0x1.5555555a78232p-3,
-    0x1.5554e9114ecf9p-5,
-    0x1.1110e0f726534p-7,
-    0x1.6d431504c53d3p-10,
-    0x1.a124e3f154d32p-13};
-// log_tail: degree 3 on [0, 0.0294373], max weighted error 1.69e-11 (target 4.66e-10)
-constexpr double log_tail[] = {
-    0x1.5555554bb2b2cp-1,
-    0x1.9999eb5d84f14p-2,
-    0x1.245c438323e9ap-2,
-    0x1.ddced7078dd3ap-3};
-// erf_small: degree 6 on [0, 1], max weighted error 1.33e-9 (target 1.86e-9)
-constexpr double erf_small[] = {
-    0x1.06eba7f673903p-3,
-    -0x1.81273e7a02443p-2,
-    0x1.ce2d10ed44e09p-4,
-    -0x1.b7faba961c85ap-6,
-    0x1.541270c79ca2cp-8,
-    -0x1.a45087f1a200ap-11,
-    0x1.4a5690869d13fp-14};
-// erfcx_0: degree 9 in x - 1.5 on [1.0, 2.0], max error in erf 2.0e-11 (target 2.33e-10)
-constexpr double erfcx_0[] = {
-    0x1.494daffaf5d73p-2,
-    -0x1.4f198844c8283p-3,
-    0x1.37ea24a1ac425p-4,
-    -0x1.0dc51ba792667p-5,
-    0x1.b65bbd8d66a98p-7,
-    -0x1.514058333914bp-8,
-    0x1.ed941cb434b1bp-10,
-    -0x1.5a84b9910f2c8p-11,
-    0x1.f36a394c21764p-13,
-    -0x1.43b0949351664p-14};
-// erfcx_1: degree 8 in x - 2.975 on [2.0, 3.95], max error in erf 1.09e-10 (target 2.33e-10)
-constexpr double erfcx_1[] = {
-    0x1.716610c98bb53p-3,
-    -0x1.c3fe2d7f98d19p-5,
-    0x1.09d465f880d31p-6,
-    -0x1.2dc0a2a53f72fp-8,
-    0x1.4b7a5cfdd2f25p-10,
-    -0x1.5efc63c6daedfp-12,
-    0x1.6c10a7ffa49c3p-14,
-    -0x1.a4b28f23ce0edp-16,
-    0x1.9c48d60ad33a4p-18};
-constexpr double erfc_breaks[] = {1.0, 2.0, 3.95};
-constexpr double erfc_centers[] = {1.5, 2.975};
-}  // namespace f32
-
 namespace f32_arithmetic {
 // exp_tail: degree 5 on [-0.346574, 0.346574], float coefficients, max weighted error 6.94e-10 (target 3.73e-9)
 constexpr float exp_tail[] = {
@@ -178,6 +127,47 @@ constexpr float exp_tail[] = {
     0x1.1110e00000000p-7f,
     0x1.6d43160000000p-10f,
     0x1.a124e40000000p-13f};
+// log1p_tail: degree 8 on [-0.292893, 0.414214], float coefficients, max error in log 1.18e-9 (target 1.86e-9)
+constexpr float log1p_tail[] = {
+    0x1.5555540000000p-2f,
+    -0x1.fffffc0000000p-3f,
+    0x1.999d5a0000000p-3f,
+    -0x1.555b4a0000000p-3f,
+    0x1.23d21a0000000p-3f,
+    -0x1.fcf4c60000000p-4f,
+    0x1.dea2820000000p-4f,
+    -0x1.d635bc0000000p-4f,
+    0x1.1d8ea60000000p-4f};
+// erf_small: degree 6 on [0, 1.0], float coefficients, max weighted error 6.41e-9 (target 7.45e-9)
+constexpr float erf_small[] = {
+    0x1.06eba80000000p-3f,
+    -0x1.81273e0000000p-2f,
+    0x1.ce2d100000000p-4f,
+    -0x1.b7faba0000000p-6f,
+    0x1.5412700000000p-8f,
+    -0x1.a450880000000p-11f,
+    0x1.4a56900000000p-14f};
+constexpr float erf_small_below = 0x1.0000000000000p+0f;
+// erfc_large: degree 15 in x - 2.475 on [1.0, 3.95], float coefficients, max error in erf 1.19e-9 (target 7.45e-9)
+constexpr float erfc_large[] = {
+    0x1.e788420000000p-12f,
+    -0x1.4353540000000p-9f,
+    0x1.901d5c0000000p-8f,
+    -0x1.2f270c0000000p-7f,
+    0x1.3477b60000000p-7f,
+    -0x1.acd8680000000p-8f,
+    0x1.7a8a200000000p-9f,
+    -0x1.fd59b00000000p-12f,
+    -0x1.4d87f00000000p-12f,
+    0x1.1d3eaa0000000p-12f,
+    -0x1.48338a0000000p-14f,
+    -0x1.8c650a0000000p-17f,
+    0x1.19601c0000000p-16f,
+    -0x1.c61b280000000p-19f,
+    -0x1.1188080000000p-20f,
+    0x1.9b35680000000p-22f};
+constexpr float erfc_large_center = 0x1.3ccccc0000000p+1f;
+constexpr float erf_one_from = 0x1.f9999a0000000p+1f;
 }  // namespace f32_arithmetic
 
 }  // namespace hpipe::alg::coefficients

@@ -5,17 +5,20 @@ Usage: python3 tools/dev/fit_transcendental.py > generators/transcendental_coeff
 
 Each polynomial is fitted by interpolation at Chebyshev nodes in 200-bit arithmetic (mpmath),
 with the error weighted as the algorithm needs it (relative, or absolute in the result), then its
-coefficients are rounded to double and the rounded polynomial is checked on a dense grid. The
-degree is the smallest one whose checked error meets the target. Two sets are made: `f64` for
-float64 results (targets near 2^-57, 1/16 of an ulp near 1) and `f32` for float32 results, which are computed in double
-and only need about 2^-31 (it adds at most 2^-7 ULP to the
-final rounding).
+coefficients are rounded (to double, or to float for float arithmetic) and the rounded polynomial is
+checked on a dense grid. The degree is the smallest one whose checked error meets the target. Two
+sets are made: `f64` for float64 results, computed in double (targets near 2^-57, 1/16 of an ulp
+near 1), and `f32_arithmetic` for float32 results computed in float (targets 2^-27 to 2^-29).
 
-What is fitted (see generators/transcendental.cpp for how each is used):
+What is fitted for float64 (see generators/transcendental.cpp for how each is used):
   exp:   P(r) = (exp(r) - 1 - r) / r^2              on |r| <= ln2/2          exp(r) = 1 + r + r^2 P(r)
   log:   Q(z) = (2 atanh(s) - 2 s) / s^3, z = s^2    on 0 <= z <= s_max^2     log(1+f) = f - h + s (h + z Q)
   erf:   E(z) = erf(sqrt z) / sqrt z - 1             on 0 <= z <= 1           erf(x) = x + x E(x^2)
   erfcx: C_i(u) = exp(x^2) erfc(x), u = x - c_i      on intervals of [1, x_max]
+and, for float32 computed in float arithmetic (`f32_arithmetic`, float coefficients):
+  exp:   P(r) as above
+  log:   T(f) = (log1p(f) - f + f^2/2) / f^3          on sqrt(1/2)-1 <= f <= sqrt(2)-1
+  erf:   E(z) as above on [0, 1]; C(u) = erfc(x), u = x - c on [1, x_max] (no exp needed)
 """
 import struct
 import sys
@@ -91,6 +94,12 @@ def log_tail(z):  # (2 atanh(s) - 2 s) / s^3 with z = s^2
     return (2 * mp.atanh(s) - 2 * s) / s**3
 
 
+def log1p_tail(f):  # (log1p(f) - f + f^2/2) / f^3, with its limit at 0
+    if abs(f) < mp.mpf(2) ** -40:
+        return mp.mpf(1) / 3 - f / 4
+    return (mp.log1p(f) - f + f * f / 2) / f**3
+
+
 def erf_small(z):  # erf(sqrt z) / sqrt z - 1
     if z < mp.mpf(2) ** -120:
         return 2 / mp.sqrt(mp.pi) - 1 - 2 * z / (3 * mp.sqrt(mp.pi))
@@ -108,11 +117,11 @@ def erfcx(x):
 PRECISIONS = {
     # name: (final target, largest x where erf(x) still rounds below 1)
     "f64": (mp.mpf(2) ** -57, mp.mpf(6)),
-    "f32": (mp.mpf(2) ** -31, mp.mpf("3.95")),
 }
+F32_ERF_ONE_FROM = mp.mpf("3.95")  # float32 erf(x) rounds to 1 from here
 # erf(x) = x + x E(x^2) below the first break, 1 - exp(-x^2) erfcx(x) from there. (Moving the
 # float64 break down to 0.75 was tried: the erfcx form is worse there, 1.49 ULP against 1.36.)
-ERFC_BREAKS = {"f64": [1, 1.5, 2, 2.75, 3.75, 6], "f32": [1, 2, 3.95]}
+ERFC_BREAKS = {"f64": [1, 1.5, 2, 2.75, 3.75, 6]}
 
 
 def main():
@@ -153,6 +162,32 @@ def main():
     write(out, "exp_tail", coeffs, f"degree {deg} on [{mp.nstr(-LN2 / 2, 6)}, {mp.nstr(LN2 / 2, 6)}], "
                                    f"float coefficients, max weighted error {mp.nstr(err, 3)} "
                                    f"(target {mp.nstr(target, 3)})", ctype="float")
+    # float32 log in float32 arithmetic: log(1 + f) = f - f^2/2 + f^3 T(f), f = m - 1, m in
+    # [sqrt(1/2), sqrt(2)); an error e in T costs |f|^3 e absolute (the result is about f there).
+    a, b = mp.sqrt(mp.mpf(1) / 2) - 1, mp.sqrt(2) - 1
+    target = mp.mpf(2) ** -29
+    deg, coeffs, err = fit("log1p_tail", log1p_tail, a, b, target, lambda f: abs(f) ** 3, 0, rounding=to_single)
+    write(out, "log1p_tail", coeffs, f"degree {deg} on [{mp.nstr(a, 6)}, {mp.nstr(b, 6)}], "
+                                     f"float coefficients, max error in log {mp.nstr(err, 3)} "
+                                     f"(target {mp.nstr(target, 3)})", ctype="float")
+    # float32 erf in float32 arithmetic: x + x E(x^2) below 1 (E as above, error relative to erf),
+    # 1 - C(x - c) up to x_max with C approximating erfc directly (absolute error in erf), 1 beyond.
+    # The break at 1 is where the two roundings balance: at 3/4, C(x - c) (degree 17, |x - c| up to
+    # 1.6) rounds to 2.2 ULP; at 1, x + x E(x^2) to 1.27 ULP near x = 1.
+    target, brk = mp.mpf(2) ** -27, mp.mpf(1)
+    deg, coeffs, err = fit("erf_small", erf_small, 0, brk**2, target, lambda z: 1 / (1 + erf_small(z)), 0,
+                           rounding=to_single)
+    write(out, "erf_small", coeffs, f"degree {deg} on [0, {mp.nstr(brk**2, 6)}], float coefficients, max "
+                                    f"weighted error {mp.nstr(err, 3)} (target {mp.nstr(target, 3)})", ctype="float")
+    out.write(f"constexpr float erf_small_below = {float(brk).hex()}f;\n")
+    a, b = brk, F32_ERF_ONE_FROM
+    center = mp.mpf(to_single((a + b) / 2))  # the float the evaluation subtracts
+    deg, coeffs, err = fit("erfc_large", mp.erfc, a, b, target, lambda t: 1, center, rounding=to_single)
+    write(out, "erfc_large", coeffs, f"degree {deg} in x - {mp.nstr(center, 6)} on [{mp.nstr(a, 6)}, "
+                                     f"{mp.nstr(b, 6)}], float coefficients, max error in erf "
+                                     f"{mp.nstr(err, 3)} (target {mp.nstr(target, 3)})", ctype="float")
+    out.write(f"constexpr float erfc_large_center = {float(center).hex()}f;\n")
+    out.write(f"constexpr float erf_one_from = {to_single(b).hex()}f;\n")
     out.write("}  // namespace f32_arithmetic\n")
     out.write("\n}  // namespace hpipe::alg::coefficients\n")
 
