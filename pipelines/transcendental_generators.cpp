@@ -37,10 +37,6 @@ using LogGenerator = ElementwiseGenerator<T, MathFunction::log>;
 template <class T>
 using ErfGenerator = ElementwiseGenerator<T, MathFunction::erf>;
 
-// Rows folded per step of logsumexp: 32 rows of a 1024-column task are 128 KiB of float32, which
-// stay in L2 between the max and the sum pass.
-constexpr int kRowsPerChunk = 32;
-
 template <class T>
 class LogSumExpGenerator : public Generator<LogSumExpGenerator<T>> {
  public:
@@ -49,7 +45,7 @@ class LogSumExpGenerator : public Generator<LogSumExpGenerator<T>> {
   GeneratorOutput<Buffer<T>> out{"out", 2};
 
   void generate() {
-    auto op = alg::logsumexp(x, x.dim(1).extent(), kRowsPerChunk);
+    auto op = alg::logsumexp(x, x.dim(1).extent(), sched::kLogSumExpRowsPerChunk);
     out = op.out;
     const TranscendentalEstimates e;
     x.set_estimates(e.matrix());

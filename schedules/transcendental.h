@@ -6,6 +6,11 @@
 
 namespace hpipe::sched {
 
+// Rows logsumexp folds per step (alg::logsumexp's rows_per_chunk), the same for every backend and
+// not a knob; the AOT generator and hpipe-tune both pass this: 32 rows of a 1024-column task are
+// 128 KiB of float32, which stay in L2 between the max and the sum pass.
+constexpr int kLogSumExpRowsPerChunk = 32;
+
 struct MathElementwiseCpuKnobs {
   int vector_factor = 2;            // vector width in multiples of the target's natural float width
   int elements_per_task = 1 << 16;  // elements one parallel task covers

@@ -70,9 +70,10 @@ if (STEP STREQUAL "defaults")
   expect_in("${err}" "not a legal combination")
 elseif (STEP STREQUAL "tune")
   # A subset of the ops (--ops) keeps the test well under a minute on 2 cores: two CASSI ops (the
-  # export and corruption checks below use them), the dot product, and admm_tv_step for float
-  # scalars and a Tuple output. (The bundle step covers gap_tv_step's two outputs.)
-  set(ops cassi_forward cassi_adjoint batched_dot admm_tv_step)
+  # export and corruption checks below use them), the dot product, admm_tv_step for float
+  # scalars and a Tuple output, and math_logsumexp for the transcendentals (its export is read
+  # back below). (The bundle step covers gap_tv_step's two outputs.)
+  set(ops cassi_forward cassi_adjoint batched_dot admm_tv_step math_logsumexp)
   string(REPLACE ";" "," ops_option "${ops}")
   set(tiny --size small --max-variants 2 --strategy exhaustive --no-autoschedulers --min-time 0.005 --no-progress)
   run(0 "${TUNE}" tune --db "${db}" --ops ${ops_option} ${tiny})
@@ -135,12 +136,25 @@ elseif (STEP STREQUAL "tune")
   expect_in("${tuned}" "\"cuda\": {\"block_w\": 64, \"block_h\": 4}")
   run(0 "${CMAKE_COMMAND}" -D FILE=${WORK}/tuned.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json
       -P "${SOURCE}/cmake/HpipeTuning.cmake")
-  string(REGEX MATCH "HPIPE_KNOBS_cassi_forward_cpu=([^\n]*)" line "${out}${err}")
+  set(read_back "${out}${err}")
+  string(REGEX MATCH "HPIPE_KNOBS_cassi_forward_cpu=([^\n]*)" line "${read_back}")
   if (NOT CMAKE_MATCH_1)
-    message(FATAL_ERROR "no cassi_forward knobs in the tuned file:\n${out}${err}")
+    message(FATAL_ERROR "no cassi_forward knobs in the tuned file:\n${read_back}")
   endif ()
   string(REPLACE "=" ":" knobs "${CMAKE_MATCH_1}")  # as hpipe_add_kernel() passes them
   run(0 "${GENERATOR}" -g cassi_forward_f32 -o "${WORK}" -e o target=host "knobs=${knobs}")
+  # The transcendental's exported knobs: read back by the configure step and accepted by the
+  # generator of both element types (the knobs tuned on float32 apply to float64 too).
+  expect_in("${tuned}" "\"math_logsumexp\": { \"cpu\": {\"vector_factor\": ")  # whitespace folded
+  string(REGEX MATCH "HPIPE_KNOBS_math_logsumexp_cpu=([^\n]*)" line "${read_back}")
+  set(knobs "${CMAKE_MATCH_1}")
+  if (NOT knobs MATCHES "^columns_per_task=[0-9]+,vector_factor=[0-9]+$")  # CMake sorts the knobs
+    message(FATAL_ERROR "no math_logsumexp knobs in the tuned file:\n${read_back}")
+  endif ()
+  string(REPLACE "=" ":" knobs "${knobs}")
+  foreach (type f32 f64)
+    run(0 "${GENERATOR}" -g math_logsumexp_${type} -o "${WORK}" -e o target=host "knobs=${knobs}")
+  endforeach ()
 elseif (STEP STREQUAL "bundle")
   # The CUDA bundle builds, needs no Halide or CUDA library, and says so when no GPU is usable.
   run(0 "${TUNE}" bundle --out "${WORK}/cuda" --ops cassi_forward --max-variants 1 --size small --inject-wrong)

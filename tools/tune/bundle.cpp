@@ -98,8 +98,8 @@ std::string table_source(const std::vector<const TunableOp *> &ops, const std::v
   }
   s << "}  // namespace\n\nconst BundleOp kOps[] = {\n";
   for (std::size_t o = 0; o < ops.size(); o++)
-    s << "  {\"" << ops[o]->name << "\", o" << o << "cases, " << cases[o].size() << ", " << ops[o]->tolerance.abs
-      << ", " << std::hexfloat << ops[o]->tolerance.rel << std::defaultfloat << "},\n";
+    s << "  {\"" << ops[o]->name << "\", o" << o << "cases, " << cases[o].size() << ", " << std::hexfloat
+      << ops[o]->tolerance.abs << ", " << ops[o]->tolerance.rel << std::defaultfloat << "},\n";
   s << "};\nconst int kOpCount = " << ops.size() << ";\nconst BundleVariant kVariants[] = {\n";
   for (const auto &v : variants)
     s << "  {" << v.op_index << ", \"" << v.scheduler << "\", \"" << v.knobs << "\", "
