@@ -260,7 +260,7 @@ Elementwise elementwise(Func x, MathFunction fn) {
   return op;
 }
 
-LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
+LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   Var i("i"), c("c"), o("o");
   const Type t = value_type(x);
   LogSumExp op;
@@ -309,20 +309,20 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk) {
     chunk_sum = op.chunk_sum(i, op.chunks, o);
   }
 
-  // Fold chunk (shift_c, sum_c) into the running (shift, sum): both rescaled to the larger shift.
-  // An infinite sum stays infinite (inf * exp(-huge) would be NaN).
-  auto rescale = [&](const Expr &sum, const Expr &by) {
-    return select(is_inf_bits(sum), sum, sum * exp_double(by));
-  };
+  // Fold chunk (shift_c, sum_c) into the running (shift, sum): the sum with the smaller shift is
+  // rescaled by exp(-|shift - shift_c|) (one exp per fold). An infinite sum stays infinite
+  // (inf * exp(-huge) would be NaN).
   op.running = Func("running");
   op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0));
   Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1];
-  Expr new_shift = max(old_shift, chunk_shift);
-  op.running(i, o) = Tuple(new_shift, strict_float(rescale(old_sum, old_shift - new_shift) +
-                                                   rescale(chunk_sum, chunk_shift - new_shift)));
+  Expr chunk_leads = chunk_shift > old_shift;
+  Expr scale = exp_double(Expr(0.0) - abs(chunk_shift - old_shift));
+  Expr kept = select(chunk_leads, chunk_sum, old_sum), scaled = select(chunk_leads, old_sum, chunk_sum);
+  op.running(i, o) = Tuple(max(old_shift, chunk_shift),
+                           strict_float(kept + select(is_inf_bits(scaled), scaled, scaled * scale)));
 
   op.out = Func("out");
-  op.out(i, o) = strict_float(cast(t, op.running(i, o)[0] + log_double(op.running(i, o)[1])));
+  op.out(i, o) = strict_float(cast(out_type, op.running(i, o)[0] + log_double(op.running(i, o)[1])));
   return op;
 }
 

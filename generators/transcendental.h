@@ -44,7 +44,8 @@ struct LogSumExp {
   Halide::Func running;     // (i, o) -> {shift, sum}: the fold over chunks
   Halide::Func out;         // (i, o)
 };
-LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk);
+// out has type out_type: x's own, or double for partial results that are combined further.
+LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk, Halide::Type out_type);
 
 // Estimates: the W2 workload of shared/workloads.md, 10000 x 10000 (10^8 elements), axis 0.
 struct TranscendentalEstimates {

@@ -3,6 +3,9 @@
 //
 // Elementwise kernels are 1-D (the runtime flattens dense arrays of any rank); logsumexp reduces
 // the middle dimension of x(i, r, o) (inner, axis, outer).
+#include <string>
+#include <type_traits>
+
 #include "generators/transcendental.h"
 #include "pipelines/generator_base.h"
 #include "schedules/transcendental.h"
@@ -37,27 +40,38 @@ using LogGenerator = ElementwiseGenerator<T, MathFunction::log>;
 template <class T>
 using ErfGenerator = ElementwiseGenerator<T, MathFunction::erf>;
 
-template <class T>
-class LogSumExpGenerator : public Generator<LogSumExpGenerator<T>> {
+// Out = double with float input: partial results for a caller that combines them further (the
+// runtime's reduction along contiguous rows), without a rounding to float in between.
+template <class T, class Out = T>
+class LogSumExpGenerator : public Generator<LogSumExpGenerator<T, Out>> {
  public:
   GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> x{"x", 3};
-  GeneratorOutput<Buffer<T>> out{"out", 2};
+  GeneratorOutput<Buffer<Out>> out{"out", 2};
 
   void generate() {
-    auto op = alg::logsumexp(x, x.dim(1).extent(), sched::kLogSumExpRowsPerChunk);
+    auto op = alg::logsumexp(x, x.dim(1).extent(), sched::kLogSumExpRowsPerChunk, halide_type_of<Out>());
     out = op.out;
     const TranscendentalEstimates e;
     x.set_estimates(e.matrix());
     out.set_estimates(e.reduced());
-    apply_schedule<sched::LogSumExpKnobs>(op, this->get_target(), knobs);
+    // Partial results come from rows read as blocks of 64 lanes (runtime/src/math.cpp, kRowLanes):
+    // tasks that wide. Wider tasks would run their masked remainder (4096 / 64 vectors, all but
+    // one empty, the out stage's log included) on every row: 3x slower.
+    const bool partial_on_cpu = !std::is_same_v<T, Out> && !this->get_target().has_feature(Target::CUDA);
+    const std::string text = std::string(knobs) + (partial_on_cpu ? ",columns_per_task:64" : "");
+    apply_schedule<sched::LogSumExpKnobs>(op, this->get_target(), text);
   }
 };
 
 }  // namespace
+
+using LogSumExpPartialF32Generator = LogSumExpGenerator<float, double>;
+
 }  // namespace hpipe
 
 HPIPE_REGISTER_GENERATOR(hpipe::ExpGenerator, math_exp)
 HPIPE_REGISTER_GENERATOR(hpipe::LogGenerator, math_log)
 HPIPE_REGISTER_GENERATOR(hpipe::ErfGenerator, math_erf)
 HPIPE_REGISTER_GENERATOR(hpipe::LogSumExpGenerator, math_logsumexp)
+HALIDE_REGISTER_GENERATOR(hpipe::LogSumExpPartialF32Generator, math_logsumexp_partial_f32)

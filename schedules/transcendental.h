@@ -25,7 +25,7 @@ struct MathElementwiseCpuKnobs {
 
 struct LogSumExpCpuKnobs {
   int vector_factor = 4;            // vector width in multiples of the target's natural float width
-  int columns_per_task = 4096;      // columns (i) one task folds over every row
+  int columns_per_task = 1024;      // columns (i) one task folds over every row
 
   template <class F>
   void visit(F &&f) {

@@ -37,11 +37,19 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const LogSumExpCpuKnobs &k
 
   RVar chunk = op.chunks.x, row = op.chunk_rows.x;
   Var ri = arg(op.running, 0), ro = arg(op.running, 1);
-  op.running.compute_at(op.out, task).vectorize(ri, lanes, TailStrategy::GuardWithIf);
+  // Fixed-size stack storage (a task's width at most): otherwise every chunk allocated its buffers
+  // on the heap.
+  op.running.compute_at(op.out, task)
+      .bound_storage(ri, k.columns_per_task)
+      .store_in(MemoryType::Stack)
+      .vectorize(ri, lanes, TailStrategy::GuardWithIf);
   op.running.update().reorder(ri, ro, chunk).vectorize(ri, lanes, TailStrategy::GuardWithIf);
   for (Func f : {op.chunk_max, op.chunk_sum}) {
     Var fi = arg(f, 0);
-    f.compute_at(op.running, chunk).vectorize(fi, lanes, TailStrategy::GuardWithIf);
+    f.compute_at(op.running, chunk)
+        .bound_storage(fi, k.columns_per_task)
+        .store_in(MemoryType::Stack)
+        .vectorize(fi, lanes, TailStrategy::GuardWithIf);
     f.update().reorder(fi, row).vectorize(fi, lanes, TailStrategy::GuardWithIf);
   }
 }

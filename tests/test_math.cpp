@@ -372,6 +372,29 @@ TYPED_TEST(MathTyped, LogSumExpSpecialValues) {
   check_logsumexp<T, 2>(t, 1);
 }
 
+// Long contiguous rows take the lanes path (64 partial results per row or row segment, combined
+// in double with the row's tail): special values in the blocks and in the tail, a row of -inf,
+// many rows (one kernel call) and few rows (cut into segments), a long 1-D x.
+TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  auto x = random_array<T, 2>({6, 70001}, 61, -30.0, 30.0);
+  x(1, 50000) = inf;                                     // in a block
+  for (std::int64_t c = 0; c < 70001; c++) x(2, c) = -inf;
+  x(3, 69999) = nan;                                     // in the tail (70001 = 1093 * 64 + 49)
+  x(4, 70000) = T(90);                                   // the maximum in the tail
+  x(5, 5) = -inf, x(5, 69990) = -inf;                    // -inf among finite values
+  check_logsumexp<T, 2>(x, 1);
+  const auto few = random_array<T, 2>({1, 200003}, 62, -5.0, 5.0);  // one row: segments
+  check_logsumexp<T, 2>(few, 1);
+  const auto many = random_array<T, 2>({301, 130}, 63, -5.0, 5.0);  // rows of 2 blocks + 2
+  check_logsumexp<T, 2>(many, 1);
+  auto v = random_array<T, 1>({1000003}, 64, -40.0, 10.0);
+  v(123457) = T(12);
+  const std::vector<double> ref = reference::logsumexp(to_doubles(v), 1, v.shape(0), 1);
+  EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, logsumexp_tolerance<T>(v.shape(0))));
+}
+
 TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {
   using T = TypeParam;
   const auto v = random_array<T, 1>({1000}, 41, -10.0, 10.0);

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "call.h"
 #include "kernels.h"
@@ -17,16 +20,18 @@ namespace {
 template <class T>
 struct MathKernels;
 
-#define HPIPE_MATH_KERNELS(T, suffix)                                            \
+// logsumexp_partial: x's type in, double out (float64 partial results of float32 input).
+#define HPIPE_MATH_KERNELS(T, suffix, partial)                                   \
   template <>                                                                    \
   struct MathKernels<T> {                                                        \
     static constexpr auto exp = HPIPE_KERNEL(hpipe_math_exp_##suffix);             \
     static constexpr auto log = HPIPE_KERNEL(hpipe_math_log_##suffix);             \
     static constexpr auto erf = HPIPE_KERNEL(hpipe_math_erf_##suffix);             \
     static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix); \
+    static constexpr auto logsumexp_partial = HPIPE_KERNEL(partial);               \
   };
-HPIPE_MATH_KERNELS(float, f32)
-HPIPE_MATH_KERNELS(double, f64)
+HPIPE_MATH_KERNELS(float, f32, hpipe_math_logsumexp_partial_f32)
+HPIPE_MATH_KERNELS(double, f64, hpipe_math_logsumexp_f64)
 #undef HPIPE_MATH_KERNELS
 
 // Elements of one elementwise kernel call: keeps every buffer under Halide's 2 GiB.
@@ -126,6 +131,59 @@ int normalized_axis(const char *op, int axis) {
   return axis < 0 ? axis + N : axis;
 }
 
+// logsumexp along contiguous rows (the last axis, or a 1-D x), without a transposed copy: a row of
+// n is read as (n / kRowLanes) x kRowLanes blocks, which the kernel reduces down the blocks, 64
+// lanes at a time, to 64 partial results in double; they and the row's last n % kRowLanes elements
+// are then combined here in double, rounded once. Few rows are cut into segments (one kernel
+// "column block" each) so that every thread has work.
+constexpr std::int64_t kRowLanes = 64;  // the partial kernel's tasks are this wide (its generator)
+
+// scipy's rule on one row of partial results (and elements), in double.
+double logsumexp_of(const std::vector<double> &v) {
+  bool nan = false, plus_inf = false;
+  double top = -std::numeric_limits<double>::infinity();
+  for (double e : v) {
+    if (std::isnan(e)) nan = true;
+    else if (e == std::numeric_limits<double>::infinity()) plus_inf = true;
+    else top = std::max(top, e);
+  }
+  if (nan) return std::numeric_limits<double>::quiet_NaN();
+  if (plus_inf) return std::numeric_limits<double>::infinity();
+  if (top == -std::numeric_limits<double>::infinity()) return top;  // every element -inf
+  double sum = 0;
+  for (double e : v) sum += std::exp(e - top);
+  return top + std::log(sum);
+}
+
+template <class T>
+void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t row_stride, std::int64_t n, T *out,
+                    std::int64_t out_stride, const Options &options) {
+  const std::int64_t workers = std::max(1, num_threads());
+  const std::int64_t segments = rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / (kRowLanes * 256), 1, 16 * workers);
+  const std::int64_t blocks = n / (segments * kRowLanes), covered = segments * blocks * kRowLanes;
+  // Partial results: (row, segment, lane).
+  Array<double, 2> partial({rows * segments, kRowLanes});
+  auto reduce = [&](const T *first, std::int64_t outer, std::int64_t outer_stride, double *into) {
+    Call call(op, options);
+    auto xa = call.input("x", View<const T, 3>(first, {outer, blocks, kRowLanes}, {outer_stride, kRowLanes, 1}));
+    auto oa = call.output("out", View<double, 2>(into, {outer, kRowLanes}));
+    call.run(MathKernels<T>::logsumexp_partial, xa, oa);
+  };
+  if (segments == 1) {
+    reduce(x, rows, row_stride, partial.data());
+  } else {
+    for (std::int64_t r = 0; r < rows; r++)
+      reduce(x + r * row_stride, segments, blocks * kRowLanes, partial.data() + r * segments * kRowLanes);
+  }
+  std::vector<double> values;
+  for (std::int64_t r = 0; r < rows; r++) {
+    const double *p = partial.data() + r * segments * kRowLanes;
+    values.assign(p, p + segments * kRowLanes);
+    for (std::int64_t c = covered; c < n; c++) values.push_back(x[r * row_stride + c]);
+    out[r * out_stride] = static_cast<T>(logsumexp_of(values));
+  }
+}
+
 // x as (outer, n, inner) and out as (outer, inner), NumPy order; dense copies where the strides
 // of x (or out) cannot be merged so.
 template <class T, int N>
@@ -163,9 +221,12 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     }
     return;
   }
+  const bool host = x.memory() == Memory::host && out.memory() == Memory::host;
+  if (xi.extent == 1 && host && x.stride(axis) == 1 && x.shape(axis) >= 2 * kRowLanes)
+    return logsumexp_rows(op, x.data(), xo.extent, xo.stride, x.shape(axis), out.data(), oo.stride, options);
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
-    // Reducing along rows (the last axis): the kernel vectorizes across its inner dimension, so
-    // give it the transpose, (n, outer), made in cache-sized blocks. One extra pass over x.
+    // Short or strided rows along the last axis: the kernel vectorizes across its inner
+    // dimension, so give it the transpose, (n, outer), made in cache-sized blocks (one extra pass).
     const std::int64_t n = x.shape(axis), rows = xo.extent;
     Array<T, 2> t({n, rows});
     constexpr std::int64_t kBlock = 64;
