@@ -40,7 +40,9 @@
 // only where the result nearly cancels to 0; tests measured at most 2^-26 there); float64: within
 // (n + 4) 2^-53 (1 + |result|) for a reduction of n elements. The output has x's
 // shape without `axis` (scipy's keepdims=False); negative axes count from the end. Reducing the
-// last (contiguous) axis goes through a transposed temporary copy of x (one extra pass).
+// last (contiguous) axis of rows of at least 128 reads them in place, as blocks of 64 lanes whose
+// 64 partial results per row are combined in double; shorter (or strided) rows go through a
+// transposed temporary copy of x (one extra pass).
 #pragma once
 
 #include <cstdint>
