@@ -47,7 +47,7 @@ BatchedDot batched_dot(Func a, Func b, Expr length) {
   return op;
 }
 
-BatchedDotColumns batched_dot_columns(Func a, Func b, Expr length) {
+BatchedDotColumns batched_dot_columns(Func a, Func b, Expr length, Type out_type) {
   Var i("i"), c("c"), g("g");
   const Type t = value_type(a);
   const Type acc = Float(64);
@@ -74,7 +74,7 @@ BatchedDotColumns batched_dot_columns(Func a, Func b, Expr length) {
   op.sum(i) = cast(acc, 0);
   op.sum(i) += op.group(i, op.groups);
   op.out = Func("out");
-  op.out(i) = cast(t, op.sum(i));
+  op.out(i) = cast(out_type, op.sum(i));
   return op;
 }
 

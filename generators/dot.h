@@ -45,10 +45,11 @@ struct BatchedDotColumns {
   Halide::Func chunk;  // chunk(i, c) = sum over k in [c * 64, c * 64 + 64) of a * b (element type)
   Halide::Func group;  // group(i, g) = sum over the chunks of group g of chunk(i, c), in double
   Halide::Func sum;    // sum(i) = sum_g group(i, g), in double
-  Halide::Func out;    // out(i) = sum(i) in the element type
+  Halide::Func out;    // out(i) = sum(i) in out_type: the element type, or double for partial
+                       // results that the caller combines further
   Halide::RDom products, chunks, groups;
 };
-BatchedDotColumns batched_dot_columns(Halide::Func a, Halide::Func b, Halide::Expr length);
+BatchedDotColumns batched_dot_columns(Halide::Func a, Halide::Func b, Halide::Expr length, Halide::Type out_type);
 
 // Estimates: the W1 workload of shared/workloads.md, (N, K) = (500, 500).
 struct DotEstimates {

@@ -89,7 +89,9 @@ TYPED_TEST(DotTyped, LongRowsKeepTheBound) {
 TYPED_TEST(DotTyped, ManyShortRows) { check_dense<TypeParam>({100000, 3}, Device::cpu, 5); }
 
 // Both operands transposed views of (K, N) arrays: the column kernel, around its chunk (64) and
-// group (1024) sizes, N below and above a vector, and K = 10^6.
+// group (1024) sizes, N below and above a vector, and K = 10^6. N < 64 with K * N >= 8192 takes
+// the interleaved path (N * ceil(64 / N) lanes, a tail of K * N mod lanes products): N = 1, 3, 4,
+// 7, 17, 33, 40.
 template <class T>
 void check_transposed(const Shape &s, Device device, std::uint32_t seed, double lo = 0.05) {
   SCOPED_TRACE("transposed N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) + " lo=" + std::to_string(lo));
@@ -101,7 +103,7 @@ void check_transposed(const Shape &s, Device device, std::uint32_t seed, double 
 }
 const std::vector<Shape> kTransposedShapes = {{1, 1},     {3, 1},    {1, 100},  {5, 63},    {5, 64},
                                               {5, 65},    {17, 1023}, {3, 1025}, {40, 2085}, {4, 16411},
-                                              {500, 500}, {33, 3000}};
+                                              {500, 500}, {33, 3000}, {1, 100003}, {7, 50001}};
 
 TYPED_TEST(DotTyped, TransposedMatchesReference) {
   std::uint32_t seed = 300;

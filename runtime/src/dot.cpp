@@ -18,11 +18,13 @@ template <>
 struct DotKernels<float> {
   static constexpr auto rows = HPIPE_KERNEL(hpipe_batched_dot_f32);
   static constexpr auto columns = HPIPE_KERNEL(hpipe_batched_dot_columns_f32);
+  static constexpr auto columns_partial = HPIPE_KERNEL(hpipe_batched_dot_columns_partial_f32);  // double out
 };
 template <>
 struct DotKernels<double> {
   static constexpr auto rows = HPIPE_KERNEL(hpipe_batched_dot_f64);
   static constexpr auto columns = HPIPE_KERNEL(hpipe_batched_dot_columns_f64);
+  static constexpr auto columns_partial = HPIPE_KERNEL(hpipe_batched_dot_columns_f64);
 };
 
 // Rows contiguous along N rather than K: a transposed view of a (K, N) array.
@@ -34,6 +36,37 @@ bool column_major(const View<const T, 2> &v) {
 template <class T>
 View<const T, 2> transposed(const View<const T, 2> &v) {
   return View<const T, 2>(v.data(), {v.shape(1), v.shape(0)}, {v.stride(1), v.stride(0)}, v.memory());
+}
+
+// Few columns interleaved in one dense (K, N) array (the transposed view of it, N < 64): the column
+// kernel would fill N of its vector lanes. The array is read instead as V = N * ceil(64 / N)
+// columns of K * N / V rows (column l holds products of output l % N, 64 to a float partial sum as
+// before), reduced to V sums in double; they and the last K * N % V products are combined here in
+// double, rounded once. The accuracy bound of hpipe/dot.h is unchanged.
+constexpr std::int64_t kInterleavedLanes = 64;
+
+template <class T>
+bool interleaved(const View<const T, 2> &v) {
+  return v.memory() == Memory::host && v.stride(0) == 1 && v.stride(1) == v.shape(0) &&
+         v.shape(0) < kInterleavedLanes;
+}
+
+template <class T>
+void dot_interleaved(Call &call, const View<const T, 2> &a, const View<const T, 2> &b, const View<T, 1> &out) {
+  const std::int64_t n = a.shape(0), total = a.shape(0) * a.shape(1);
+  const std::int64_t lanes = n * ((kInterleavedLanes + n - 1) / n), rows = total / lanes, covered = rows * lanes;
+  Array<double, 1> partial({lanes});
+  auto aa = call.input("a", View<const T, 2>(a.data(), {rows, lanes}));
+  auto ba = call.input("b", View<const T, 2>(b.data(), {rows, lanes}));
+  auto pa = call.output("partial sums", partial.view());
+  call.output("out", out);  // registered for the aliasing checks; written below
+  call.run(DotKernels<T>::columns_partial, aa, ba, pa);
+  for (std::int64_t i = 0; i < n; i++) {
+    double sum = 0;
+    for (std::int64_t l = i; l < lanes; l += n) sum += partial.data()[l];
+    for (std::int64_t j = covered + i; j < total; j += n) sum += double(a.data()[j]) * double(b.data()[j]);
+    out.data()[i * out.stride(0)] = static_cast<T>(sum);
+  }
 }
 
 template <class T>
@@ -49,6 +82,11 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
                          shape_string(out.shape()));
   // Both operands column-major: the column kernel reads them in place. Otherwise the row kernel,
   // which copies any operand whose K stride is not 1.
+  if (column_major(a) && column_major(b) && interleaved(a) && interleaved(b) && out.memory() == Memory::host &&
+      a.shape(0) * a.shape(1) >= 2 * kInterleavedLanes * kInterleavedLanes) {
+    dot_interleaved(call, a, b, out);
+    return;
+  }
   if (column_major(a) && column_major(b)) {
     auto aa = call.input("a", transposed(a));
     auto ba = call.input("b", transposed(b));

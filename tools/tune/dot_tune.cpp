@@ -76,7 +76,7 @@ HPIPE_TUNE_FAMILY(dot) {
   std::function<alg::BatchedDotColumns(Built &)> columns = [](Built &built) {
     const alg::DotEstimates e;
     ImageParam a = buffer_param(built, "a", 2, e.columns()), b = buffer_param(built, "b", 2, e.columns());
-    auto op = alg::batched_dot_columns(a, b, a.dim(1).extent());
+    auto op = alg::batched_dot_columns(a, b, a.dim(1).extent(), a.type());
     set_output(built, op.out, e.out());
     return op;
   };

@@ -4,7 +4,9 @@
 // Any strides are accepted. Row-major operands (K stride 1) and column-major ones (N stride 1,
 // e.g. transposed views of (K, N) arrays) are read in place by their own kernels; any other
 // layout, or one operand of each kind, is first copied densely (measured: BM_dot_transposed,
-// BM_dot_mixed in hpipe_bench).
+// BM_dot_mixed in hpipe_bench). Transposed views of dense (K, N) host arrays with N < 64 (few
+// long rows) are read as N * ceil(64 / N) interleaved columns, so the vectors are full; their
+// sums are combined in double (same bound).
 //
 // Accuracy (eps32 = 2^-24, eps64 = 2^-53, S = sum_k |a[i, k] * b[i, k]|): no partial sum in the
 // element type covers more than 64 products; those partial sums are combined in double.
