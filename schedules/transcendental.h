@@ -13,7 +13,7 @@ constexpr int kLogSumExpRowsPerChunk = 32;
 
 struct MathElementwiseCpuKnobs {
   int vector_factor = 2;            // vector width in multiples of the target's natural float width
-  int elements_per_task = 1 << 16;  // elements one parallel task covers
+  int elements_per_task = 1 << 14;  // elements one parallel task covers
 
   template <class F>
   void visit(F &&f) {
