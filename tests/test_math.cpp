@@ -284,6 +284,13 @@ TYPED_TEST(MathTyped, BadArguments) {
   auto out = poisoned<T, 1>({4});
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(x.view(), 1, out.view()), "hpipe::logsumexp", "out", "expected shape (3,)",
                      "got (4,)");
+  // out inside x, on the path that reads long rows in place (and on the kernel's path, axis 0).
+  auto rows = random_array<T, 2>({3, 200}, 16);
+  const View<const T, 2> rows_view = rows.view();
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(rows_view, 1, View<T, 1>(rows.data() + 10, {3})), "hpipe::logsumexp", "out",
+                     "overlaps input x");
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(rows_view, 0, View<T, 1>(rows.data() + 10, {200})), "hpipe::logsumexp", "out",
+                     "overlaps input x");
 }
 
 // ---------------------------------------------------------------- logsumexp

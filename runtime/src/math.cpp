@@ -166,7 +166,8 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
   auto reduce = [&](const T *first, std::int64_t outer, std::int64_t outer_stride, double *into) {
     Call call(op, options);
     auto xa = call.input("x", View<const T, 3>(first, {outer, blocks, kRowLanes}, {outer_stride, kRowLanes, 1}));
-    auto oa = call.output("out", View<double, 2>(into, {outer, kRowLanes}));
+    auto oa = call.output("partial results", View<double, 2>(into, {outer, kRowLanes}));
+    call.output("out", View<T, 1>(out, {rows}, {out_stride}));  // for the overlap checks; written below
     call.run(MathKernels<T>::logsumexp_partial, xa, oa);
   };
   if (segments == 1) {
