@@ -3,9 +3,6 @@
 //
 // Elementwise kernels are 1-D (the runtime flattens dense arrays of any rank); logsumexp reduces
 // the middle dimension of x(i, r, o) (inner, axis, outer).
-#include <string>
-#include <type_traits>
-
 #include "generators/transcendental.h"
 #include "pipelines/generator_base.h"
 #include "schedules/transcendental.h"
@@ -55,12 +52,7 @@ class LogSumExpGenerator : public Generator<LogSumExpGenerator<T, Out>> {
     const TranscendentalEstimates e;
     x.set_estimates(e.matrix());
     out.set_estimates(e.reduced());
-    // Partial results come from rows read as blocks of 64 lanes (runtime/src/math.cpp, kRowLanes):
-    // tasks that wide. Wider tasks would run their masked remainder (4096 / 64 vectors, all but
-    // one empty, the out stage's log included) on every row: 3x slower.
-    const bool partial_on_cpu = !std::is_same_v<T, Out> && !this->get_target().has_feature(Target::CUDA);
-    const std::string text = std::string(knobs) + (partial_on_cpu ? ",columns_per_task:64" : "");
-    apply_schedule<sched::LogSumExpKnobs>(op, this->get_target(), text);
+    apply_schedule<sched::LogSumExpKnobs>(op, this->get_target(), knobs);
   }
 };
 

@@ -136,7 +136,7 @@ int normalized_axis(const char *op, int axis) {
 // lanes at a time, to 64 partial results in double; they and the row's last n % kRowLanes elements
 // are then combined here in double, rounded once. Few rows are cut into segments (one kernel
 // "column block" each) so that every thread has work.
-constexpr std::int64_t kRowLanes = 64;  // the partial kernel's tasks are this wide (its generator)
+constexpr std::int64_t kRowLanes = 64;
 
 // scipy's rule on one row of partial results (and elements), in double.
 double logsumexp_of(const std::vector<double> &v) {
