@@ -15,6 +15,16 @@
 
 namespace {
 
+// Runs body(thread, lo, hi) on hpipe's worker count of threads, each over its slice [lo, hi) of n.
+template <class Body>
+void on_every_thread(std::size_t n, Body body) {
+  const int threads = hpipe::num_threads();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; t++)
+    pool.emplace_back([&, t] { body(t, n * t / threads, n * (t + 1) / threads); });
+  for (auto &th : pool) th.join();
+}
+
 // STREAM "copy" (b[i] = a[i]) over arrays far larger than any cache, split across hpipe's worker
 // count of threads. Compulsory bytes: one read and one write per element.
 void BM_stream_copy(benchmark::State &state) {
@@ -22,18 +32,12 @@ void BM_stream_copy(benchmark::State &state) {
   static std::vector<float> a, b;
   a.assign(n, 1.0f);
   b.assign(n, 0.0f);
-  const int threads = hpipe::num_threads();
   for (auto _ : state) {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; t++) {
-      pool.emplace_back([&, t] {
-        const std::size_t lo = n * t / threads, hi = n * (t + 1) / threads;
-        float *__restrict dst = b.data();
-        const float *__restrict src = a.data();
-        for (std::size_t i = lo; i < hi; i++) dst[i] = src[i];
-      });
-    }
-    for (auto &th : pool) th.join();
+    on_every_thread(n, [&](int, std::size_t lo, std::size_t hi) {
+      float *__restrict dst = b.data();
+      const float *__restrict src = a.data();
+      for (std::size_t i = lo; i < hi; i++) dst[i] = src[i];
+    });
     benchmark::ClobberMemory();
   }
   hpipe::bench::set_compulsory_bytes(state, std::int64_t(2 * n * sizeof(float)));
@@ -46,19 +50,13 @@ void BM_stream_read(benchmark::State &state) {
   const std::size_t n = std::size_t(state.range(0)) << 20 >> 2;  // range(0) MiB of 32-bit words
   static std::vector<std::uint32_t> a;
   a.assign(n, 1);
-  const int threads = hpipe::num_threads();
-  std::vector<std::uint32_t> sums(threads);
+  std::vector<std::uint32_t> sums(hpipe::num_threads());
   for (auto _ : state) {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; t++) {
-      pool.emplace_back([&, t] {
-        const std::size_t lo = n * t / threads, hi = n * (t + 1) / threads;
-        std::uint32_t sum = 0;
-        for (std::size_t i = lo; i < hi; i++) sum += a[i];
-        sums[t] = sum;
-      });
-    }
-    for (auto &th : pool) th.join();
+    on_every_thread(n, [&](int t, std::size_t lo, std::size_t hi) {
+      std::uint32_t sum = 0;
+      for (std::size_t i = lo; i < hi; i++) sum += a[i];
+      sums[t] = sum;
+    });
     benchmark::DoNotOptimize(sums.data());
   }
   hpipe::bench::set_compulsory_bytes(state, std::int64_t(n * sizeof(std::uint32_t)));
