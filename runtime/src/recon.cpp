@@ -194,38 +194,43 @@ Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, cons
   return phi;
 }
 
-template <class T>
-void gap_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,
-              const IterationCallback &progress, const Options &options) {
-  const Array<T, 2> phi = prepare<T>("gap_tv", ReconMethod::gap_tv, y, mask, p, x, options);
+// The iteration GAP-TV and ADMM-TV share: x_0 = A^T y and an auxiliary state that starts at 0
+// (GAP's y1, shaped like y; ADMM's b, shaped like x), then step(x, aux, phi, x', aux'), double-
+// buffered, the last x' written straight into x.
+template <class T, int AuxRank, class Step>
+void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask, const ReconParams &p,
+             View<T, 4> x, const std::array<std::int64_t, AuxRank> &aux_shape, Step step,
+             const IterationCallback &progress, const Options &options) {
+  const Array<T, 2> phi = prepare<T>(op, method, y, mask, p, x, options);
   const Dispersion d = p.dispersion;
   if (p.iterations == 0) return cassi_adjoint(y, mask, d, x, options);  // x_0 = A^T y
   Array<T, 4> cur = cassi_adjoint(y, mask, x.shape(1), d, options), next(x.shape());
-  Array<T, 3> y1(y.shape()), y1_next(y.shape());  // y1 starts at 0
+  Array<T, AuxRank> aux(aux_shape), aux_next(aux_shape);  // aux starts at 0
   for (int k = 1; k <= p.iterations; k++) {
     const View<T, 4> out = k == p.iterations ? x : next.view();
-    gap_step_impl<T>(cur.view(), y1.view(), y, mask, phi.view(), p, out, y1_next.view(), options);
+    step(cur.view(), aux.view(), phi.view(), out, aux_next.view());
     if (progress) progress({k, p.iterations, residual_norm<T>(y, out, mask, d, options)});
     std::swap(cur, next);
-    std::swap(y1, y1_next);
+    std::swap(aux, aux_next);
   }
+}
+
+template <class T>
+void gap_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,
+              const IterationCallback &progress, const Options &options) {
+  auto step = [&](View<const T, 4> cur, View<const T, 3> y1, View<const T, 2> phi, View<T, 4> out, View<T, 3> y1_next) {
+    gap_step_impl<T>(cur, y1, y, mask, phi, p, out, y1_next, options);
+  };
+  iterate<T, 3>("gap_tv", ReconMethod::gap_tv, y, mask, p, x, y.shape(), step, progress, options);
 }
 
 template <class T>
 void admm_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,
                const IterationCallback &progress, const Options &options) {
-  const Array<T, 2> phi = prepare<T>("admm_tv", ReconMethod::admm_tv, y, mask, p, x, options);
-  const Dispersion d = p.dispersion;
-  if (p.iterations == 0) return cassi_adjoint(y, mask, d, x, options);  // theta_0 = A^T y
-  Array<T, 4> theta = cassi_adjoint(y, mask, x.shape(1), d, options), theta_next(x.shape());
-  Array<T, 4> b(x.shape()), b_next(x.shape());  // b starts at 0
-  for (int k = 1; k <= p.iterations; k++) {
-    const View<T, 4> out = k == p.iterations ? x : theta_next.view();
-    admm_step_impl<T>(theta.view(), b.view(), y, mask, phi.view(), p, out, b_next.view(), options);
-    if (progress) progress({k, p.iterations, residual_norm<T>(y, out, mask, d, options)});
-    std::swap(theta, theta_next);
-    std::swap(b, b_next);
-  }
+  auto step = [&](View<const T, 4> theta, View<const T, 4> b, View<const T, 2> phi, View<T, 4> out, View<T, 4> b_next) {
+    admm_step_impl<T>(theta, b, y, mask, phi, p, out, b_next, options);
+  };
+  iterate<T, 4>("admm_tv", ReconMethod::admm_tv, y, mask, p, x, x.shape(), step, progress, options);
 }
 
 template <class T>
