@@ -159,7 +159,8 @@ template <class T>
 void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t row_stride, std::int64_t n, T *out,
                     std::int64_t out_stride, const Options &options) {
   const std::int64_t workers = std::max(1, num_threads());
-  const std::int64_t segments = rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / (kRowLanes * 256), 1, 16 * workers);
+  const std::int64_t segments =
+      rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / (kRowLanes * 256), 1, 16 * workers);
   const std::int64_t blocks = n / (segments * kRowLanes), covered = segments * blocks * kRowLanes;
   // Partial results: (row, segment, lane).
   Array<double, 2> partial({rows * segments, kRowLanes});
