@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -87,27 +88,54 @@ const Format kDouble{Float(64), Int(64), 52, 1023, 800.0, kLn2Hi, kLn2Lo, kInfBi
 // ln 2 to 15 bits (k * ln2_hi is exact for |k| < 2^9; |k| <= 159 here) and the rest in float.
 const Format kSingle{Float(32), Int(32), 23, 127, 110.0, 0x1.62e4p-1, 0x1.7f7d1cp-20, 0x7f800000};
 
-// exp in format f, under strict_float; NaN propagates, overflow gives +inf, underflow 0.
-// x = k ln2 + r, |r| <= ln2/2 (k by adding and subtracting 1.5 2^mantissa: one instruction fewer
-// than round() and no split of 16-lane vectors), r = r_hi + r_lo with r_hi exact; exp(r) =
-// 1 + r + r^2 P(r) with 1 + r_hi kept as an exact two-term sum, and 2^k applied in two
-// exact-or-once steps (denormal results round once).
-Expr exp_exact(const Expr &x, const Format &f, const std::vector<double> &p) {
-  Expr xc = clamp(x, f.c(-f.limit), f.c(f.limit));
-  Expr shifter = f.c(std::ldexp(1.5, f.mantissa));
-  // Explicitly strict: Halide's simplifier would otherwise cancel the shifter before lowering.
-  Expr kd = strict_float((xc * f.c(kInvLn2) + shifter) - shifter);
-  Expr k = cast(f.i, kd);
-  Expr r_hi = xc - kd * f.c(f.ln2_hi);  // exact
-  Expr r_lo = f.c(0.0) - kd * f.c(f.ln2_lo);
-  Expr r = r_hi + r_lo;
-  Expr tail = r * r * horner(r, p);
-  Expr one_hi = f.c(1.0) + r_hi;
-  Expr one_lo = (f.c(1.0) - one_hi) + r_hi;
-  Expr core = one_hi + (one_lo + (r_lo + tail));
-  Expr k1 = k / 2;  // both factors are normal, the first product is exact
-  Expr y = core * f.pow2(k1) * f.pow2(k - k1);
-  return select(f.is_nan(x), x, y);
+// A function split where its strictness changes. Everything is strict (no reassociation or
+// contraction: the exact Cody-Waite and two-sum steps rely on it) but the polynomials: strict_float()
+// covers a whole expression tree and Halide 14 has no fma(), so a polynomial inside a strict
+// expression runs as separate multiplies and adds. `fast` gives the values f(x) is made of, its
+// polynomial part computed without strict_float (exact steps among them are strict_float leaves);
+// `finish` combines them into f(x), strictly. The elementwise ops compute `fast` as a Func of its
+// own, so that its Horner steps contract into FMA where the target has it (each CPU variant is
+// tested against the contract); `fused` is all strict, for use inside other expressions.
+using Parts = std::vector<Expr>;
+struct Split {
+  std::function<Parts(const Expr &x)> fast;
+  std::function<Expr(const Expr &x, const Parts &parts)> finish;
+  Expr fused(const Expr &x) const { return strict_float(finish(x, fast(x))); }
+};
+
+// exp in format f; NaN propagates, overflow gives +inf, underflow 0. x = k ln2 + r, |r| <= ln2/2
+// (k by adding and subtracting 1.5 2^mantissa: one instruction fewer than round() and no split of
+// 16-lane vectors), r = r_hi + r_lo with r_hi exact; exp(r) = 1 + r + r^2 P(r) (P fast) with
+// 1 + r_hi kept as an exact two-term sum, and 2^k applied in two exact-or-once steps (denormal
+// results round once).
+struct ExpReduction {
+  Expr kd, k, r_hi, r_lo;
+  ExpReduction(const Expr &x, const Format &f) {
+    Expr xc = clamp(x, f.c(-f.limit), f.c(f.limit));
+    Expr shifter = f.c(std::ldexp(1.5, f.mantissa));
+    // Explicitly strict: Halide's simplifier would otherwise cancel the shifter before lowering.
+    kd = strict_float((xc * f.c(kInvLn2) + shifter) - shifter);
+    k = cast(f.i, kd);
+    r_hi = xc - kd * f.c(f.ln2_hi);  // exact
+    r_lo = f.c(0.0) - kd * f.c(f.ln2_lo);
+  }
+};
+
+Split exp_split(const Format &f, const std::vector<double> &p) {
+  // Parts: 1 + r_hi as one_hi + (the rest), and k.
+  return {[=](const Expr &x) {
+            ExpReduction e(x, f);
+            Expr r = strict_float(e.r_hi + e.r_lo);
+            Expr one_hi = strict_float(f.c(1.0) + e.r_hi);
+            Expr one_lo = strict_float((f.c(1.0) - one_hi) + e.r_hi);
+            return Parts{one_hi, one_lo + (e.r_lo + r * r * horner(r, p)), e.k};
+          },
+          [=](const Expr &x, const Parts &parts) {
+            Expr core = parts[0] + parts[1], k = parts[2];
+            Expr k1 = k / 2;  // both factors are normal, the first product is exact
+            Expr y = core * f.pow2(k1) * f.pow2(k - k1);
+            return select(f.is_nan(x), x, y);
+          }};
 }
 
 // exp(d) in float for d <= 0, as a term of a sum that is at least 1 (logsumexp's terms, shifted by
@@ -132,131 +160,171 @@ Expr exp_nonpositive(const Expr &d) {
   return f.value(f.bits(horner(r, p)) + (f.bits(shifted) << f.mantissa));
 }
 
-Expr exp_double(const Expr &x) { return exp_exact(x, kDouble, f64_coefficients().exp_tail); }
+Split exp_double() { return exp_split(kDouble, f64_coefficients().exp_tail); }
+Split exp_single() { return exp_split(kSingle, list(coefficients::f32_arithmetic::exp_tail)); }
 
 // log of a double, as fdlibm arranges it: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1,
-// s = f / (2 + f), log(1 + f) = f - f^2/2 + s (f^2/2 + s^2 Q(s^2)).
-Expr log_double(const Expr &x) {
-  const Coefficients &c = f64_coefficients();
-  Expr tiny = x < Expr(0x1p-1022);  // denormals: scale into the normal range first
-  Expr xs = select(tiny, x * Expr(0x1p54), x);
-  Expr bits = bits_of(xs);
-  Expr k = cast<int>(bits >> 52) - select(tiny, 1023 + 54, 1023);
-  Expr m = from_bits((bits & Expr(std::int64_t(0x000fffffffffffff))) | Expr(std::int64_t(0x3ff0000000000000)));
-  Expr high = m > Expr(kSqrt2);
-  m = select(high, m * Expr(0.5), m);
-  Expr kd = cast<double>(select(high, k + 1, k));
-  Expr f = m - Expr(1.0);
-  Expr s = f / (Expr(2.0) + f);
-  Expr z = s * s;
-  Expr r = z * horner(z, c.log_tail);
-  Expr half_f2 = Expr(0.5) * f * f;
-  Expr y = kd * Expr(kLn2Hi) - ((half_f2 - (s * (half_f2 + r) + kd * Expr(kLn2Lo))) - f);
-  return select(is_nan_bits(x) || x < Expr(0.0), Expr(kNaN), x == Expr(0.0), Expr(-kInf), is_inf_bits(x), x, y);
+// s = f / (2 + f), log(1 + f) = f - f^2/2 + s (f^2/2 + s^2 Q(s^2)), the last term fast.
+struct LogDoubleReduction {
+  Expr kd, f;
+  explicit LogDoubleReduction(const Expr &x) {
+    Expr tiny = x < Expr(0x1p-1022);  // denormals: scale into the normal range first
+    Expr xs = select(tiny, x * Expr(0x1p54), x);
+    Expr bits = bits_of(xs);
+    Expr k = cast<int>(bits >> 52) - select(tiny, 1023 + 54, 1023);
+    Expr m = from_bits((bits & Expr(std::int64_t(0x000fffffffffffff))) | Expr(std::int64_t(0x3ff0000000000000)));
+    Expr high = m > Expr(kSqrt2);
+    m = select(high, m * Expr(0.5), m);
+    kd = cast<double>(select(high, k + 1, k));
+    f = m - Expr(1.0);
+  }
+};
+
+Split log_double() {
+  // Parts: f, k, and s (f^2/2 + s^2 Q(s^2)).
+  return {[](const Expr &x) {
+            LogDoubleReduction l(x);
+            Expr f = strict_float(l.f);
+            Expr s = strict_float(f / (Expr(2.0) + f));
+            Expr z = s * s;
+            return Parts{f, l.kd, s * (Expr(0.5) * f * f + z * horner(z, f64_coefficients().log_tail))};
+          },
+          [](const Expr &x, const Parts &parts) {
+            Expr f = parts[0], kd = parts[1], tail = parts[2];
+            Expr half_f2 = Expr(0.5) * f * f;
+            Expr y = kd * Expr(kLn2Hi) - ((half_f2 - (tail + kd * Expr(kLn2Lo))) - f);
+            return select(is_nan_bits(x) || x < Expr(0.0), Expr(kNaN), x == Expr(0.0), Expr(-kInf), is_inf_bits(x), x,
+                          y);
+          }};
 }
 
-// log of a float in float arithmetic (16 lanes per AVX-512 vector), under strict_float, arranged
-// as fdlibm's: x = 2^k m with m in [sqrt(1/2), sqrt(2)) taken from the bits offset by those of
-// sqrt(1/2), f = m - 1 (exact), log(1 + f) = f - f^2/2 + f^3 T(f), and k ln2 in two parts (k ln2_hi
-// exact) added last: where that last step is not exact the result is large beside its other
-// part. Denormals are scaled into the normal range first.
-Expr log_single(const Expr &x) {
-  const Format &f = kSingle;
-  Expr tiny = x < f.c(0x1p-126);
-  Expr xs = select(tiny, x * f.c(0x1p25), x);
-  const std::int32_t sqrt_half = 0x3f3504f3;  // bits of sqrt(1/2) rounded down
-  Expr offset = f.bits(xs) - Expr(sqrt_half);
-  Expr k = (offset >> 23) - select(tiny, Expr(25), Expr(0));
-  Expr m = f.value((offset & Expr(0x007fffff)) + Expr(sqrt_half));
-  Expr dk = cast(f.t, k);
-  Expr fr = m - f.c(1.0);
-  Expr half_f2 = f.c(0.5) * fr * fr;
-  Expr tail = fr * fr * fr * horner(fr, list(coefficients::f32_arithmetic::log1p_tail));
-  Expr y = dk * f.c(f.ln2_hi) - ((half_f2 - (tail + dk * f.c(f.ln2_lo))) - fr);
-  Expr nan = f.value(Expr(0x7fc00000)), minus_inf = f.value(Expr(std::int32_t(0xff800000)));
-  return select(f.is_nan(x) || x < f.c(0.0), nan, x == f.c(0.0), minus_inf, f.bits(x) == Expr(0x7f800000), x, y);
+// log of a float in float arithmetic (16 lanes per AVX-512 vector), arranged as fdlibm's: x = 2^k m
+// with m in [sqrt(1/2), sqrt(2)) taken from the bits offset by those of sqrt(1/2), f = m - 1
+// (exact), log(1 + f) = f - f^2/2 + f^3 T(f) (the last term fast), and k ln2 in two parts
+// (k ln2_hi exact) added last: where that last step is not exact the result is large beside its
+// other part. Denormals are scaled into the normal range first.
+struct LogSingleReduction {
+  Expr dk, f;
+  explicit LogSingleReduction(const Expr &x) {
+    const Format &s = kSingle;
+    Expr tiny = x < s.c(0x1p-126);
+    Expr xs = select(tiny, x * s.c(0x1p25), x);
+    const std::int32_t sqrt_half = 0x3f3504f3;  // bits of sqrt(1/2) rounded down
+    Expr offset = s.bits(xs) - Expr(sqrt_half);
+    Expr k = (offset >> 23) - select(tiny, Expr(25), Expr(0));
+    Expr m = s.value((offset & Expr(0x007fffff)) + Expr(sqrt_half));
+    dk = cast(s.t, k);
+    f = m - s.c(1.0);
+  }
+};
+
+Split log_single() {
+  // Parts: f, k, and f^3 T(f).
+  return {[](const Expr &x) {
+            LogSingleReduction l(x);
+            Expr f = strict_float(l.f);
+            return Parts{f, l.dk, f * f * f * horner(f, list(coefficients::f32_arithmetic::log1p_tail))};
+          },
+          [](const Expr &x, const Parts &parts) {
+            const Format &s = kSingle;
+            Expr f = parts[0], dk = parts[1], tail = parts[2];
+            Expr half_f2 = s.c(0.5) * f * f;
+            Expr y = dk * s.c(s.ln2_hi) - ((half_f2 - (tail + dk * s.c(s.ln2_lo))) - f);
+            Expr nan = s.value(Expr(0x7fc00000)), minus_inf = s.value(Expr(std::int32_t(0xff800000)));
+            return select(s.is_nan(x) || x < s.c(0.0), nan, x == s.c(0.0), minus_inf, s.bits(x) == Expr(0x7f800000), x,
+                          y);
+          }};
 }
 
 // erf of a double. |x| < b0 = 1: x + x E(x^2). Up to the last break: 1 - exp(-x^2) erfcx(x), with x^2
 // as an exact head (x's top 26 bits squared) plus a tail, and erfcx a polynomial per interval.
-// Beyond: 1. The sign is copied from x (erf(-0) = -0).
-Expr erf_double(const Expr &x) {
-  const Coefficients &c = f64_coefficients();
-  Expr a = abs(x);
-  Expr small = a + a * horner(a * a, c.erf_small);
-
-  Expr head = from_bits(bits_of(a) & Expr(~std::int64_t((1 << 27) - 1)));
-  Expr sq_hi = head * head;
-  Expr sq_lo = (a - head) * (a + head);
-  Expr gauss = exp_double(Expr(0.0) - sq_hi) * (Expr(1.0) - sq_lo * (Expr(1.0) - Expr(0.5) * sq_lo));
-  // Coefficient j of the interval a lies in (intervals are tried in order).
-  const auto &breaks = c.erfc_breaks;
-  auto pick = [&](auto value_of) {
-    Expr e = Expr(double(value_of(c.erfcx.size() - 1)));
-    for (std::size_t p = c.erfcx.size() - 1; p-- > 0;) e = select(a < Expr(breaks[p + 1]), Expr(double(value_of(p))), e);
-    return e;
-  };
-  std::size_t degree = 0;
-  for (const auto &p : c.erfcx) degree = std::max(degree, p.size());
-  Expr u = a - pick([&](std::size_t p) { return c.erfc_centers[p]; });
-  auto coefficient = [&](std::size_t j) {  // shorter polynomials are padded with zeros
-    return pick([&](std::size_t p) { return j < c.erfcx[p].size() ? c.erfcx[p][j] : 0.0; });
-  };
-  Expr erfcx = coefficient(degree - 1);
-  for (std::size_t j = degree - 1; j-- > 0;) erfcx = erfcx * u + coefficient(j);
-  Expr large = Expr(1.0) - gauss * erfcx;
-
-  Expr magnitude = select(a < Expr(breaks.front()), small, a < Expr(breaks.back()), large, Expr(1.0));
-  Expr y = from_bits(bits_of(magnitude) | (bits_of(x) & Expr(kSignBit)));
-  return select(is_nan_bits(x), x, y);
+// Beyond: 1. The sign is copied from x (erf(-0) = -0). Fast: x E(x^2) or erfcx(x).
+Split erf_double() {
+  return {[](const Expr &x) {
+            const Coefficients &c = f64_coefficients();
+            Expr a = abs(x);
+            // Coefficient j of the interval a lies in (intervals are tried in order).
+            const auto &breaks = c.erfc_breaks;
+            auto pick = [&](auto value_of) {
+              Expr e = Expr(double(value_of(c.erfcx.size() - 1)));
+              for (std::size_t p = c.erfcx.size() - 1; p-- > 0;)
+                e = select(a < Expr(breaks[p + 1]), Expr(double(value_of(p))), e);
+              return e;
+            };
+            std::size_t degree = 0;
+            for (const auto &p : c.erfcx) degree = std::max(degree, p.size());
+            Expr u = a - pick([&](std::size_t p) { return c.erfc_centers[p]; });
+            auto coefficient = [&](std::size_t j) {  // shorter polynomials are padded with zeros
+              return pick([&](std::size_t p) { return j < c.erfcx[p].size() ? c.erfcx[p][j] : 0.0; });
+            };
+            Expr erfcx = coefficient(degree - 1);
+            for (std::size_t j = degree - 1; j-- > 0;) erfcx = erfcx * u + coefficient(j);
+            return Parts{select(a < Expr(breaks.front()), a * horner(a * a, c.erf_small), erfcx)};
+          },
+          [](const Expr &x, const Parts &parts) {
+            const Expr &tail = parts[0];
+            const Coefficients &c = f64_coefficients();
+            Expr a = abs(x);
+            Expr head = from_bits(bits_of(a) & Expr(~std::int64_t((1 << 27) - 1)));
+            Expr sq_hi = head * head;
+            Expr sq_lo = (a - head) * (a + head);
+            Expr gauss = exp_double().fused(Expr(0.0) - sq_hi) * (Expr(1.0) - sq_lo * (Expr(1.0) - Expr(0.5) * sq_lo));
+            Expr magnitude = select(a < Expr(c.erfc_breaks.front()), a + tail, a < Expr(c.erfc_breaks.back()),
+                                    Expr(1.0) - gauss * tail, Expr(1.0));
+            Expr y = from_bits(bits_of(magnitude) | (bits_of(x) & Expr(kSignBit)));
+            return select(is_nan_bits(x), x, y);
+          }};
 }
 
-// erf of a float in float arithmetic, under strict_float, without branches or exp: |x| < 1:
-// x + x E(x^2); up to 3.95 (where erf rounds to 1): 1 - C(|x| - c), C a polynomial for erfc itself
-// (its absolute error is what the result needs); beyond: 1. The sign is copied from x.
-Expr erf_single(const Expr &x) {
+// erf of a float in float arithmetic, without branches or exp: |x| < 1: x + x E(x^2); up to 3.95
+// (where erf rounds to 1): 1 - C(|x| - c), C a polynomial for erfc itself (its absolute error is
+// what the result needs); beyond: 1. The sign is copied from x. Fast: x E(x^2) or C(|x| - c).
+Split erf_single() {
   namespace c = coefficients::f32_arithmetic;
   const Format &f = kSingle;
-  Expr a = abs(x);
-  Expr small = a + a * horner(a * a, list(c::erf_small));
-  Expr large = f.c(1.0) - horner(a - f.c(c::erfc_large_center), list(c::erfc_large));
-  Expr magnitude = select(a < f.c(c::erf_small_below), small, a < f.c(c::erf_one_from), large, f.c(1.0));
-  Expr sign = f.bits(x) & Expr(std::int32_t(0x80000000));
-  return select(f.is_nan(x), x, f.value(f.bits(magnitude) | sign));
+  return {[=](const Expr &x) {
+            Expr a = abs(x);
+            return Parts{select(a < f.c(c::erf_small_below), a * horner(a * a, list(c::erf_small)),
+                                horner(a - f.c(c::erfc_large_center), list(c::erfc_large)))};
+          },
+          [=](const Expr &x, const Parts &parts) {
+            const Expr &tail = parts[0];
+            Expr a = abs(x);
+            Expr magnitude = select(a < f.c(c::erf_small_below), a + tail, a < f.c(c::erf_one_from), f.c(1.0) - tail,
+                                    f.c(1.0));
+            Expr sign = f.bits(x) & Expr(std::int32_t(0x80000000));
+            return select(f.is_nan(x), x, f.value(f.bits(magnitude) | sign));
+          }};
 }
 
-// f32 for float, f64 for double, strict (the same bits on every target); float32 in float lanes.
-Expr either(const Expr &x, Expr (*f32)(const Expr &), Expr (*f64)(const Expr &)) {
-  if (x.type() == Float(32)) return strict_float(f32(x));
-  if (x.type() == Float(64)) return strict_float(f64(x));
-  throw CompileError("hpipe transcendentals take float or double");
+// The split of fn for x's type: float32 in float lanes.
+Split split(MathFunction fn, Type t) {
+  if (t != Float(32) && t != Float(64)) throw CompileError("hpipe transcendentals take float or double");
+  const bool single = t == Float(32);
+  switch (fn) {
+    case MathFunction::exp:
+      return single ? exp_single() : exp_double();
+    case MathFunction::log:
+      return single ? log_single() : log_double();
+    case MathFunction::erf:
+      return single ? erf_single() : erf_double();
+  }
+  throw CompileError("unknown MathFunction");
 }
 
 }  // namespace
 
-Expr accurate_exp(const Expr &x) {
-  return either(
-      x, [](const Expr &v) { return exp_exact(v, kSingle, list(coefficients::f32_arithmetic::exp_tail)); },
-      exp_double);
-}
-Expr accurate_log(const Expr &x) { return either(x, log_single, log_double); }
-Expr accurate_erf(const Expr &x) { return either(x, erf_single, erf_double); }
-
 Elementwise elementwise(Func x, MathFunction fn) {
   Var i("i");
+  const Split f = split(fn, value_type(x));
   Elementwise op;
+  op.fast_parts = Func("fast_parts");
+  op.fast_parts(i) = Tuple(f.fast(x(i)));
+  Parts parts;
+  for (int j = 0; j < op.fast_parts.outputs(); j++)
+    parts.push_back(op.fast_parts.outputs() == 1 ? Expr(op.fast_parts(i)) : op.fast_parts(i)[j]);
   op.y = Func("y");
-  switch (fn) {
-    case MathFunction::exp:
-      op.y(i) = accurate_exp(x(i));
-      break;
-    case MathFunction::log:
-      op.y(i) = accurate_log(x(i));
-      break;
-    case MathFunction::erf:
-      op.y(i) = accurate_erf(x(i));
-      break;
-  }
+  op.y(i) = strict_float(f.finish(x(i), parts));
   return op;
 }
 
@@ -304,7 +372,7 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
     op.chunk_max(i, c, o) = Expr(-std::numeric_limits<double>::max());
     op.chunk_max(i, c, o) = strict_float(max(op.chunk_max(i, c, o), x_row));
     op.chunk_sum(i, c, o) = Expr(0.0);
-    op.chunk_sum(i, c, o) += strict_float(exp_double(x_row - shift(c)));
+    op.chunk_sum(i, c, o) += strict_float(exp_double().fused(x_row - shift(c)));
     chunk_shift = shift(op.chunks);
     chunk_sum = op.chunk_sum(i, op.chunks, o);
   }
@@ -316,13 +384,13 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0));
   Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1];
   Expr chunk_leads = chunk_shift > old_shift;
-  Expr scale = exp_double(Expr(0.0) - abs(chunk_shift - old_shift));
+  Expr scale = exp_double().fused(Expr(0.0) - abs(chunk_shift - old_shift));
   Expr kept = select(chunk_leads, chunk_sum, old_sum), scaled = select(chunk_leads, old_sum, chunk_sum);
   op.running(i, o) = Tuple(max(old_shift, chunk_shift),
                            strict_float(kept + select(is_inf_bits(scaled), scaled, scaled * scale)));
 
   op.out = Func("out");
-  op.out(i, o) = strict_float(cast(out_type, op.running(i, o)[0] + log_double(op.running(i, o)[1])));
+  op.out(i, o) = strict_float(cast(out_type, op.running(i, o)[0] + log_double().fused(op.running(i, o)[1])));
   return op;
 }
 

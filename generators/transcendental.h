@@ -2,14 +2,15 @@
 // fitted by tools/dev/fit_transcendental.py), the elementwise ops over them, and logsumexp.
 // Algorithms only (schedules live in schedules/transcendental_*.cpp).
 //
-// Everything is computed under strict_float (no reassociation or contraction: the exact
-// Cody-Waite and two-sum steps rely on it, and every CPU target gives the same bits): float64
-// results in double, float32 results in float (16 lanes per AVX-512 vector), without branches.
-// The exception is logsumexp's float32 terms (exp_nonpositive), which only need to be good
-// relative to a sum of at least 1 and contract into FMA.
-// Accuracy, measured by tests/test_math.cpp (the table is in runtime/include/hpipe/math.h):
-//   float32  exp 0.764, log 0.824, erf 1.337 ULP (all 2^32 inputs)
-//   float64  exp 0.768, log 0.820, erf 1.355 ULP (2.2-2.6 million samples per function)
+// Everything is computed under strict_float (no reassociation or contraction: the exact Cody-Waite
+// and two-sum steps rely on it) but the polynomials, which contract into FMA where the target has
+// it: float64 results in double, float32 results in float (16 lanes per AVX-512 vector), without
+// branches. logsumexp's float32 terms (exp_nonpositive) only need to be good relative to a sum of
+// at least 1 and are not strict either.
+// Accuracy, measured by tests/test_math.cpp (the table is in runtime/include/hpipe/math.h), with
+// FMA (without, on SSE4.1):
+//   float32  exp 0.764 (0.764), log 0.827 (0.824), erf 1.147 (1.337) ULP (all 2^32 inputs)
+//   float64  exp 0.768 (0.768), log 0.820 (0.820), erf 1.209 (1.355) ULP (2.2-2.6 million samples)
 //
 // Layout (Halide order, innermost first): elementwise x(i) -> y(i); logsumexp reduces the middle
 // dimension of x(i, r, o) into out(i, o): any axis of a C-order N-D array is (inner, axis, outer).
@@ -20,15 +21,15 @@
 
 namespace hpipe::alg {
 
-// exp, log, erf of a float or double Expr, of the same type. Special values as in <cmath>.
-Halide::Expr accurate_exp(const Halide::Expr &x);
-Halide::Expr accurate_log(const Halide::Expr &x);
-Halide::Expr accurate_erf(const Halide::Expr &x);
-
 enum class MathFunction { exp, log, erf };
 
+// exp, log or erf of float or double x, of the same type; special values as in <cmath>.
 struct Elementwise {
-  Halide::Func y;  // y(i) = f(x(i))
+  // The parts y(i) is finished from: f(x(i))'s polynomial part, computed without strict_float
+  // (only a Func of its own escapes the strictness of the expression that uses it), and the exact
+  // steps beside it. A Tuple where there are several.
+  Halide::Func fast_parts;
+  Halide::Func y;  // y(i) = f(x(i)), from x(i) and fast_parts(i), strict
 };
 Elementwise elementwise(Halide::Func x, MathFunction fn);
 

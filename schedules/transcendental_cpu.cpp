@@ -15,13 +15,22 @@ using namespace Halide;
 
 // Elementwise: vectors, grouped into tasks of about `elements_per_task` elements. (Splitting into
 // tasks first and guarding there made the last task run all its vectors, masked, past the end.)
+// The fast parts are computed per vector, just before the vector that uses them, and stay in
+// registers: the vectors are whole, the last one shifted back to end at the last element (it
+// recomputes a few elements; outputs never overlap inputs). A guarded vector would store them
+// to the stack, masked, and those stores queue behind the output's in the store buffer: 20%
+// slower at 10^8 elements. Fewer elements than a vector: one guarded vector.
 void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(op.y), k.vector_factor);
   Var i = arg(op.y, 0), v("v"), lane("lane"), task("task");
-  op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf)
+  Expr n = op.y.output_buffer().dim(0).extent();
+  op.y.specialize(n >= lanes)
+      .split(i, v, lane, lanes, TailStrategy::ShiftInwards)
       .split(v, task, v, std::max(1, k.elements_per_task / lanes), TailStrategy::GuardWithIf)
       .parallel(task)
       .vectorize(lane);
+  op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf).vectorize(lane);
+  op.fast_parts.compute_at(op.y, v).vectorize(arg(op.fast_parts, 0), lanes, TailStrategy::GuardWithIf);
 }
 
 // logsumexp: a task is `columns_per_task` columns (i) of one outer slice (o). For each chunk of

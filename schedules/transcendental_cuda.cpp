@@ -10,6 +10,7 @@ using namespace Halide;
 void schedule_cuda(alg::Elementwise op, const Target &, const MathCudaKnobs &k) {
   Var i = arg(op.y, 0), block("block"), thread("thread");
   op.y.gpu_tile(i, block, thread, k.block, TailStrategy::GuardWithIf);
+  op.fast_parts.compute_at(op.y, thread);
 }
 
 // logsumexp: a thread per column (neighbouring threads read neighbouring addresses of a row), a
