@@ -1,9 +1,10 @@
 // CPU-vector schedules of the transcendental family.
 //
 // Measured on a 2-core Xeon (Cascade Lake, AVX-512 target, KVM), 2 threads, default knobs, 10^8
-// elements, median of 3 `make bench` runs (README "Performance"): exp f32 59.7 ms, log f32 63.5 ms,
-// erf f32 86.9 ms, exp f64 156 ms (66/62/45/53% of BM_stream_copy); logsumexp f32 axis 0 62.5 ms,
-// axis 1 (the runtime's 64-lane row path) 70.7 ms (35/32% of BM_stream_read).
+// elements, 64-byte aligned, median of 3 `make bench` runs (README "Performance"): exp f32
+// 49.2 ms, log f32 51.9 ms, erf f32 51.7 ms, exp f64 108 ms (88/85/84/80% of BM_stream_copy);
+// logsumexp f32 axis 0 65.1 ms, axis 1 (the runtime's 64-lane row path) 74.7 ms (37/27% of
+// BM_stream_read).
 #include <algorithm>
 
 #include "schedules/common.h"
