@@ -308,7 +308,7 @@ std::string Context::output_path() const {
 }
 
 template <class T>
-WriteReport Context::write_output(const std::string &target, const Shape &shape, const std::vector<T> &data,
+WriteReport Context::write_output(const std::string &target, const Shape &shape, const hpipe::AlignedVector<T> &data,
                                   DType default_type) {
   Progress progress(!quiet, "writing");
   const WriteReport r = timed("write", [&] {
@@ -330,9 +330,9 @@ WriteReport Context::write_output(const std::string &target, const Shape &shape,
          " range and were clipped (try --scale auto)");
   return r;
 }
-template WriteReport Context::write_output<float>(const std::string &, const Shape &, const std::vector<float> &,
+template WriteReport Context::write_output<float>(const std::string &, const Shape &, const hpipe::AlignedVector<float> &,
                                                   DType);
-template WriteReport Context::write_output<double>(const std::string &, const Shape &, const std::vector<double> &,
+template WriteReport Context::write_output<double>(const std::string &, const Shape &, const hpipe::AlignedVector<double> &,
                                                    DType);
 
 void Context::add_time(const std::string &phase, double ms) {

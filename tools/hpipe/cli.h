@@ -116,15 +116,15 @@ class Context {
   }
   // A zeroed result of `shape`; a Failure (not an out-of-memory crash) when it cannot fit in RAM.
   template <class T>
-  std::vector<T> allocate(const Shape &shape, const char *what) const {
-    return std::vector<T>(static_cast<std::size_t>(checked_elements(shape, sizeof(T), what)));
+  hpipe::AlignedVector<T> allocate(const Shape &shape, const char *what) const {
+    return hpipe::AlignedVector<T>(static_cast<std::size_t>(checked_elements(shape, sizeof(T), what)));
   }
   // -o OUT; UsageError when missing.
   std::string output_path() const;
   // Writes to `target` (see write_stack): progress "writing", the report in the summary, a
   // warning for clipped values.
   template <class T>
-  WriteReport write_output(const std::string &target, const Shape &shape, const std::vector<T> &data,
+  WriteReport write_output(const std::string &target, const Shape &shape, const hpipe::AlignedVector<T> &data,
                            DType default_type);
 
   // Runs `f` and adds its wall time to times_ms[phase].

@@ -24,7 +24,7 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
     if (c < 1) throw UsageError("hpipe cassi phi: give --bands C (or a per-band mask)");
     const Shape3 meas = cassi_measurement_shape({1, c, m.height(), m.width()}, r.d);
     band_count(r, m, meas[1], meas[2], "phi");  // checks a per-band mask against --bands
-    std::vector<T> phi = ctx.allocate<T>({meas[1], meas[2]}, "phi");
+    hpipe::AlignedVector<T> phi = ctx.allocate<T>({meas[1], meas[2]}, "phi");
     ctx.timed("compute", [&] { cassi_phi(mask, c, r.d, View<T, 2>(phi.data(), {meas[1], meas[2]}), ctx.options); });
     ctx.summary.set("bands", c);
     ctx.write_output(ctx.output_path(), {meas[1], meas[2]}, phi, sizeof(T) == 8 ? DType::f64 : DType::f32);
@@ -48,7 +48,7 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
       throw Failure(r.mask_name + ": the per-band mask has " + std::to_string(m.stack.shape[0]) + " bands, " +
                     in_name + " has " + std::to_string(cube[1]));
     const Shape3 meas = cassi_measurement_shape(cube, r.d);
-    std::vector<T> y = ctx.allocate<T>({meas[0], meas[1], meas[2]}, "the measurement");
+    hpipe::AlignedVector<T> y = ctx.allocate<T>({meas[0], meas[1], meas[2]}, "the measurement");
     ctx.timed("compute", [&] {
       cassi_forward(View<const T, 4>(in.data.data(), cube), mask, r.d, View<T, 3>(y.data(), meas), ctx.options);
     });
@@ -63,7 +63,7 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
   const Shape3 meas = s.size() == 3 ? Shape3{s[0], s[1], s[2]} : Shape3{1, s[0], s[1]};
   const std::int64_t c = band_count(r, m, meas[1], meas[2], in_name);
   const Shape4 cube = cassi_cube_shape(meas, c, r.d);
-  std::vector<T> x = ctx.allocate<T>({cube[0], cube[1], cube[2], cube[3]}, "the cube");
+  hpipe::AlignedVector<T> x = ctx.allocate<T>({cube[0], cube[1], cube[2], cube[3]}, "the cube");
   const View<const T, 3> yv(in.data.data(), meas);
   const View<T, 4> xv(x.data(), cube);
   ctx.timed("compute", [&] {

@@ -44,7 +44,7 @@ int run(Context &ctx, std::vector<Source> &&inputs, Numbers &taps_source, int fr
   const std::int64_t lo = conv1d_length(la, lv, mode);
   Shape out_shape = s;
   out_shape[a] = lo;
-  std::vector<T> result = ctx.allocate<T>(out_shape, "the result");
+  hpipe::AlignedVector<T> result = ctx.allocate<T>(out_shape, "the result");
   // Calls for `n` signals starting at signal `first`: inputs at `x`, outputs at `y`.
   auto convolve = [&](std::int64_t first, std::int64_t n, const T *x, T *y, std::int64_t stride) {
     const View<const T, 2> signals(x, {n, la}, {stride == 1 ? la : 1, stride});

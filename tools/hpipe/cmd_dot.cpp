@@ -28,8 +28,8 @@ int run(Context &ctx, std::vector<Source> &&inputs, Numbers &spectrum_source) {
   if (spectrum.shape.size() > 1 || static_cast<std::int64_t>(spectrum.data.size()) != c)
     throw Failure(spectrum_source.name + ": expected a spectrum of " + std::to_string(c) + " values (one per band of " +
                   in_name + "), got shape " + shape_string(spectrum.shape));
-  std::vector<T> result = ctx.allocate<T>({batch, pixels}, "the result");
-  std::vector<T> weights = ctx.allocate<T>({c, pixels}, "the spectrum per pixel");
+  hpipe::AlignedVector<T> result = ctx.allocate<T>({batch, pixels}, "the result");
+  hpipe::AlignedVector<T> weights = ctx.allocate<T>({c, pixels}, "the spectrum per pixel");
   ctx.timed("compute", [&] {
     for (std::int64_t k = 0; k < c; k++)
       std::fill(weights.begin() + k * pixels, weights.begin() + (k + 1) * pixels, spectrum.data[std::size_t(k)]);

@@ -11,7 +11,7 @@ namespace hpipe::cli {
 namespace {
 
 template <class T, int R>
-void reduce(Context &ctx, const Stack<T> &in, int axis, std::vector<T> &result) {
+void reduce(Context &ctx, const Stack<T> &in, int axis, hpipe::AlignedVector<T> &result) {
   std::array<std::int64_t, R> shape{};
   std::copy(in.shape.begin(), in.shape.end(), shape.begin());
   const View<const T, R> x(in.data.data(), shape);
@@ -37,7 +37,7 @@ int run(Context &ctx, const std::string &axis_name, int from_end, std::vector<So
   const int axis = rank - from_end;
   Shape out_shape = s;
   out_shape.erase(out_shape.begin() + axis);
-  std::vector<T> result = ctx.allocate<T>(out_shape, "the result");
+  hpipe::AlignedVector<T> result = ctx.allocate<T>(out_shape, "the result");
   ctx.timed("compute", [&] {
     switch (rank) {
       case 1: reduce<T, 1>(ctx, in, axis, result); break;

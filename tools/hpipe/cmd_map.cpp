@@ -13,7 +13,7 @@ template <class T>
 int run(Context &ctx, const std::string &function, std::vector<Source> &&inputs) {
   const std::string out = ctx.output_path();
   const Stack<T> in = ctx.stack<T>(std::move(inputs));
-  std::vector<T> result = ctx.allocate<T>(in.shape, "the result");
+  hpipe::AlignedVector<T> result = ctx.allocate<T>(in.shape, "the result");
   const std::int64_t n = static_cast<std::int64_t>(in.data.size());
   ctx.timed("compute", [&] {
     if (n == 0) return;  // an empty array maps to an empty array

@@ -23,7 +23,7 @@ std::string fixed(const char *format, double v) {
 
 // The quality of each batch item of `x` against the truth, printed per band with its means.
 template <class T>
-std::vector<Json> report_quality(Context &ctx, const char *label, const std::vector<T> &x, const Stack<T> &truth,
+std::vector<Json> report_quality(Context &ctx, const char *label, const hpipe::AlignedVector<T> &x, const Stack<T> &truth,
                                  const Shape4 &cube, bool per_band_lines) {
   std::vector<Json> items;
   const std::int64_t image = cube[1] * cube[2] * cube[3];
@@ -66,7 +66,7 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
                     ", the reconstruction " + shape_string(x_shape));
   }
 
-  std::vector<T> x = ctx.allocate<T>(x_shape, "the cube");
+  hpipe::AlignedVector<T> x = ctx.allocate<T>(x_shape, "the cube");
   const View<const T, 3> yv(in.data.data(), meas);
   std::vector<double> residuals;
   const IterationCallback progress = [&](const IterationInfo &it) {
@@ -84,7 +84,7 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
   if (truth) {
     ctx.timed("quality", [&] {
       ctx.summary.set("quality", report_quality(ctx, to_string(method), x, *truth, cube, true));
-      std::vector<T> pinv = ctx.allocate<T>(x_shape, "the pseudo-inverse");
+      hpipe::AlignedVector<T> pinv = ctx.allocate<T>(x_shape, "the pseudo-inverse");
       cassi_pinv(yv, mask, r.d, View<T, 4>(pinv.data(), cube), ctx.options);
       ctx.summary.set("pinv_quality", report_quality(ctx, "pinv", pinv, *truth, cube, false));
     });

@@ -12,10 +12,10 @@ int run_synth(Context &ctx) {
   const std::int64_t width = ctx.integer("--width", 256, 1, 1 << 20);
   const std::int64_t seed = ctx.integer("--seed", 1, 0, INT64_MAX);
   const auto scene = ctx.timed("compute", [&] { return synth_scene(bands, height, width); });
-  ctx.write_output(out, {bands, height, width}, std::vector<float>(scene.data(), scene.data() + scene.size()), DType::f32);
+  ctx.write_output(out, {bands, height, width}, hpipe::AlignedVector<float>(scene.data(), scene.data() + scene.size()), DType::f32);
   if (const auto mask_path = ctx.value("--mask")) {
     const auto mask = ctx.timed("compute", [&] { return synth_mask(height, width, static_cast<std::uint64_t>(seed)); });
-    ctx.write_output(*mask_path, {height, width}, std::vector<float>(mask.data(), mask.data() + mask.size()), DType::f32);
+    ctx.write_output(*mask_path, {height, width}, hpipe::AlignedVector<float>(mask.data(), mask.data() + mask.size()), DType::f32);
   }
   ctx.summary.set("bands", bands).set("height", height).set("width", width).set("seed", seed);
   return 0;

@@ -279,7 +279,7 @@ bool output_is_png(const std::string &output) {
 }
 
 template <class T>
-WriteReport write_stack(const std::string &output, const Shape &shape, const std::vector<T> &data,
+WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
                         const Tick &tick) {
   const bool png = output_is_png(output);
@@ -369,9 +369,9 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const std
 
 template Stack<float> to_stack<float>(std::vector<Source> &&, const ReadOptions &);
 template Stack<double> to_stack<double>(std::vector<Source> &&, const ReadOptions &);
-template WriteReport write_stack<float>(const std::string &, const Shape &, const std::vector<float> &,
+template WriteReport write_stack<float>(const std::string &, const Shape &, const hpipe::AlignedVector<float> &,
                                         const WriteOptions &, DType, const std::vector<std::string> &, const Tick &);
-template WriteReport write_stack<double>(const std::string &, const Shape &, const std::vector<double> &,
+template WriteReport write_stack<double>(const std::string &, const Shape &, const hpipe::AlignedVector<double> &,
                                          const WriteOptions &, DType, const std::vector<std::string> &, const Tick &);
 
 }  // namespace hpipe::cli

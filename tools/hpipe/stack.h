@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "array.h"
+#include "hpipe/view.h"
 #include "io_png.h"
 
 namespace hpipe::cli {
@@ -37,7 +38,7 @@ Source read_source(const std::string &path);
 template <class T>
 struct Stack {
   Shape shape;
-  std::vector<T> data;
+  hpipe::AlignedVector<T> data;
   std::vector<std::string> files;
   std::int64_t bytes_read = 0;
 };
@@ -93,7 +94,7 @@ struct WriteReport {
 // leading axes from 0). Every target is checked first (see OutputSet), written beside itself and
 // renamed at the end. `default_type` applies when options.type is unset.
 template <class T>
-WriteReport write_stack(const std::string &output, const Shape &shape, const std::vector<T> &data,
+WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
                         const Tick &tick);
 

@@ -95,6 +95,10 @@ struct CacheLineAllocator {
   friend bool operator!=(const CacheLineAllocator &, const CacheLineAllocator &) { return false; }
 };
 
+// A std::vector with that storage, for element buffers that are not Arrays (the hpipe tool's).
+template <class T>
+using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
+
 // A dense C-order host array that owns its elements (zero-initialised, 64-byte aligned).
 template <class T, int Rank>
 class Array {
@@ -125,7 +129,7 @@ class Array {
     return static_cast<std::size_t>(n < 0 ? 0 : n);
   }
   Extents shape_{};
-  std::vector<T, CacheLineAllocator<T>> data_;
+  AlignedVector<T> data_;
 };
 
 }  // namespace hpipe
