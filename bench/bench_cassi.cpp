@@ -1,4 +1,4 @@
-// CASSI benchmarks at the W4 size (16, 28, 256, 256), S = 2, on the CPU.
+// CASSI benchmarks at the W4 size (16, 28, 256, 256), S = 2.
 // Args: B, C, H, W, S.
 #include "bench_util.h"
 
@@ -18,29 +18,37 @@ struct CassiBench {
   }
 };
 
-const Options kCpu{Device::cpu};
-
+template <Device D>
 void BM_cassi_forward(benchmark::State &state) {
   CassiBench b(state);
   Array<float, 3> y(b.y.shape());
-  for (auto _ : state) cassi_forward(b.x.view(), b.mask.view(), b.d, y.view(), kCpu);
+  const auto x = place_input(b.x, D);
+  const auto mask = place_input(b.mask, D);
+  const auto out = place_output(y, D);
+  for (auto _ : state) cassi_forward(x.view(), mask.view(), b.d, out.view(), {D});
   set_compulsory_bytes(state, bytes_of(b.x) + bytes_of(b.mask) + bytes_of(y));
 }
 
 // Measurement -> cube ops share one shape of benchmark.
-template <void (*Op)(View<const float, 3>, const Mask<float> &, Dispersion, View<float, 4>, const Options &)>
+template <Device D, void (*Op)(View<const float, 3>, const Mask<float> &, Dispersion, View<float, 4>, const Options &)>
 void measurement_to_cube(benchmark::State &state) {
   CassiBench b(state);
   Array<float, 4> x(b.x.shape());
-  for (auto _ : state) Op(b.y.view(), b.mask.view(), b.d, x.view(), kCpu);
+  const auto y = place_input(b.y, D);
+  const auto mask = place_input(b.mask, D);
+  const auto out = place_output(x, D);
+  for (auto _ : state) Op(y.view(), mask.view(), b.d, out.view(), {D});
   set_compulsory_bytes(state, bytes_of(b.y) + bytes_of(b.mask) + bytes_of(x));
 }
-void BM_cassi_adjoint(benchmark::State &state) { measurement_to_cube<cassi_adjoint>(state); }
-void BM_cassi_pinv(benchmark::State &state) { measurement_to_cube<cassi_pinv>(state); }
-void BM_cassi_pinv_alpha(benchmark::State &state) { measurement_to_cube<cassi_pinv_alpha>(state); }
+template <Device D>
+void BM_cassi_adjoint(benchmark::State &state) { measurement_to_cube<D, cassi_adjoint>(state); }
+template <Device D>
+void BM_cassi_pinv(benchmark::State &state) { measurement_to_cube<D, cassi_pinv>(state); }
+template <Device D>
+void BM_cassi_pinv_alpha(benchmark::State &state) { measurement_to_cube<D, cassi_pinv_alpha>(state); }
 
 #define HPIPE_CASSI_BENCH(fn) \
-  BENCHMARK(fn)->Args({16, 28, 256, 256, 2})->UseRealTime()->Unit(benchmark::kMillisecond)
+  HPIPE_BENCHMARK(fn, ->Args({16, 28, 256, 256, 2})->UseRealTime()->Unit(benchmark::kMillisecond))
 HPIPE_CASSI_BENCH(BM_cassi_forward);
 HPIPE_CASSI_BENCH(BM_cassi_adjoint);
 HPIPE_CASSI_BENCH(BM_cassi_pinv);

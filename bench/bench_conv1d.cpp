@@ -1,4 +1,4 @@
-// Batched 1-D convolution benchmarks at the W3 sizes, float32 on the CPU, mode full.
+// Batched 1-D convolution benchmarks at the W3 sizes, float32, mode full.
 // Args: N, La, Lv.
 //   BM_conv1d_rows    one kernel per row, v (N, Lv)
 //   BM_conv1d_shared  one kernel for every row, v (Lv,)
@@ -7,9 +7,7 @@
 namespace hpipe::bench {
 namespace {
 
-const Options kCpu{Device::cpu};
-
-template <int KernelRank>
+template <Device D, int KernelRank>
 void run_conv1d(benchmark::State &state) {
   const std::int64_t n = state.range(0), la = state.range(1), lv = state.range(2);
   const auto a = random_array<float, 2>({n, la}, 1);
@@ -20,21 +18,24 @@ void run_conv1d(benchmark::State &state) {
     v = random_array<float, 1>({lv}, 2);
   }
   Array<float, 2> out({n, conv1d_length(la, lv, ConvMode::full)});
-  for (auto _ : state) conv1d(a.view(), v.view(), ConvMode::full, out.view(), kCpu);
+  const auto a_in = place_input(a, D);
+  const auto v_in = place_input(v, D);
+  const auto result = place_output(out, D);
+  for (auto _ : state) conv1d(a_in.view(), v_in.view(), ConvMode::full, result.view(), {D});
   set_compulsory_bytes(state, bytes_of(a) + bytes_of(v) + bytes_of(out));
 }
-void BM_conv1d_rows(benchmark::State &state) { run_conv1d<2>(state); }
-void BM_conv1d_shared(benchmark::State &state) { run_conv1d<1>(state); }
+template <Device D>
+void BM_conv1d_rows(benchmark::State &state) { run_conv1d<D, 2>(state); }
+template <Device D>
+void BM_conv1d_shared(benchmark::State &state) { run_conv1d<D, 1>(state); }
 
 // W3 case A (5 rows, 5 * 7), the large batch, and a long-signal generic-path (31 taps) case.
-BENCHMARK(BM_conv1d_rows)
-    ->Args({5, 5, 7})
-    ->Args({100000, 9, 7})
-    ->Args({1000, 1000, 31})
-    ->UseRealTime()
-    ->Unit(benchmark::kMicrosecond);
+HPIPE_BENCHMARK(BM_conv1d_rows,
+                ->Args({5, 5, 7})->Args({100000, 9, 7})->Args({1000, 1000, 31})->UseRealTime()->Unit(
+                    benchmark::kMicrosecond));
 // W3 case B: 100 signals of 9 against one kernel of 6.
-BENCHMARK(BM_conv1d_shared)->Args({100, 9, 6})->Args({100000, 9, 7})->UseRealTime()->Unit(benchmark::kMicrosecond);
+HPIPE_BENCHMARK(BM_conv1d_shared,
+                ->Args({100, 9, 6})->Args({100000, 9, 7})->UseRealTime()->Unit(benchmark::kMicrosecond));
 
 }  // namespace
 }  // namespace hpipe::bench

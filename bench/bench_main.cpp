@@ -1,6 +1,7 @@
 // hpipe_bench: Google Benchmark over every kernel, plus BM_stream_copy, the memory-bandwidth
-// reference measured in the same run. Each kernel benchmark sets its compulsory bytes, and at the
-// end a table gives its bytes/s as a percentage of BM_stream_copy's.
+// reference measured in the same run (and BM_cuda_copy, the GPU's, where a GPU is usable). Each
+// kernel benchmark sets its compulsory bytes, and at the end a table gives its bytes/s as a
+// percentage of its device's copy.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -63,6 +64,30 @@ void BM_stream_read(benchmark::State &state) {
 }
 BENCHMARK(BM_stream_read)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+struct CudaBenchmark {
+  std::string name;
+  hpipe::bench::BenchmarkFunction function;
+  hpipe::bench::Configure configure;
+};
+std::vector<CudaBenchmark> &cuda_benchmarks() {
+  static std::vector<CudaBenchmark> pending;
+  return pending;
+}
+
+// Device-to-device copy (cuMemcpyDtoD) between two arrays far larger than the GPU's L2: the
+// CUDA benchmarks' bandwidth reference. Compulsory bytes: one read and one write per byte.
+void BM_cuda_copy(benchmark::State &state) {
+  const std::size_t bytes = std::size_t(state.range(0)) << 20;
+  hpipe::test::DeviceMemory a(nullptr, bytes), b(nullptr, bytes);
+  for (auto _ : state) {
+    b.copy_from(a);
+    b.synchronize();
+  }
+  hpipe::bench::set_compulsory_bytes(state, std::int64_t(2 * bytes));
+}
+
+bool is_cuda(const std::string &name) { return name.rfind("BM_cuda_", 0) == 0; }
+
 // The console output, then a table of bytes/s relative to BM_stream_copy and BM_stream_read.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
@@ -76,6 +101,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
         if (median || !medians_.count(name)) rates_[name] = it->second.value;
         if (median) medians_[name] = true;
         if (name.rfind("BM_stream_copy", 0) == 0) stream_ = it->second.value;
+        if (name.rfind("BM_cuda_copy", 0) == 0) cuda_copy_ = it->second.value;
         if (name.rfind("BM_stream_read", 0) == 0) read_ = it->second.value;
       }
     }
@@ -83,28 +109,52 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    if (stream_ <= 0) return;
+    if (stream_ <= 0 && cuda_copy_ <= 0) return;
     std::printf("\n%-60s %12s %10s %10s\n", "benchmark (compulsory bytes)", "GB/s", "% of copy", "% of read");
     for (const auto &[name, rate] : rates_) {
-      std::printf("%-60s %12.2f %9.0f%%", name.c_str(), rate / 1e9, 100.0 * rate / stream_);
-      if (read_ > 0) std::printf(" %9.0f%%", 100.0 * rate / read_);
+      // CUDA benchmarks against the GPU's copy; there is no GPU read reference.
+      const double copy = is_cuda(name) ? cuda_copy_ : stream_, read = is_cuda(name) ? 0 : read_;
+      std::printf("%-60s %12.2f", name.c_str(), rate / 1e9);
+      if (copy > 0) std::printf(" %9.0f%%", 100.0 * rate / copy);
+      if (read > 0) std::printf(" %9.0f%%", 100.0 * rate / read);
       std::printf("\n");
     }
-    std::printf("BM_stream_copy reference: %.2f GB/s with %d threads\n", stream_ / 1e9, hpipe::num_threads());
+    if (stream_ > 0)
+      std::printf("BM_stream_copy reference: %.2f GB/s with %d threads\n", stream_ / 1e9, hpipe::num_threads());
     if (read_ > 0) std::printf("BM_stream_read reference: %.2f GB/s\n", read_ / 1e9);
+    if (cuda_copy_ > 0) std::printf("BM_cuda_copy reference: %.2f GB/s\n", cuda_copy_ / 1e9);
   }
 
  private:
   std::map<std::string, double> rates_;
   std::map<std::string, bool> medians_;
-  double stream_ = 0, read_ = 0;
+  double stream_ = 0, read_ = 0, cuda_copy_ = 0;
 };
 
 }  // namespace
 
+namespace hpipe::bench {
+
+int register_on_both(const char *name, BenchmarkFunction cpu, BenchmarkFunction cuda, Configure configure) {
+  configure(benchmark::RegisterBenchmark(name, cpu));
+  cuda_benchmarks().push_back({std::string("BM_cuda_") + (name + 3), cuda, configure});  // name is BM_...
+  return 0;
+}
+
+void register_cuda_benchmarks() {
+  benchmark::RegisterBenchmark("BM_cuda_copy", BM_cuda_copy)->Arg(1024)->UseRealTime()->Unit(benchmark::kMillisecond);
+  for (const auto &b : cuda_benchmarks()) b.configure(benchmark::RegisterBenchmark(b.name.c_str(), b.function));
+}
+
+}  // namespace hpipe::bench
+
 int main(int argc, char **argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  if (hpipe::cuda_available())
+    hpipe::bench::register_cuda_benchmarks();
+  else
+    std::fprintf(stderr, "CUDA benchmarks not registered: %s\n", hpipe::cuda_unavailable_reason().c_str());
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

@@ -1,12 +1,10 @@
 // Transcendental benchmarks at the W2 size: 10^8 elements (10000 x 10000), uniform in [0.05, 1),
-// preallocated output, on the CPU. Elementwise: one read and one write per element; logsumexp
-// axis 0: one read per element (the 10000 outputs are negligible).
+// preallocated output. Elementwise: one read and one write per element; logsumexp axis 0: one
+// read per element (the 10000 outputs are negligible).
 #include "bench_util.h"
 
 namespace hpipe::bench {
 namespace {
-
-const Options kCpu{Device::cpu};
 
 // The W2 input, made once per type and size (filling 10^8 random values takes seconds).
 template <class T>
@@ -16,41 +14,55 @@ const Array<T, 2> &w2_input(std::int64_t rows, std::int64_t columns) {
   return x;
 }
 
-template <class T, void (*Op)(View<const T, 2>, View<T, 2>, const Options &)>
+template <Device D, class T, void (*Op)(View<const T, 2>, View<T, 2>, const Options &)>
 void elementwise(benchmark::State &state) {
   const auto &x = w2_input<T>(state.range(0), state.range(1));
   Array<T, 2> y(x.shape());
-  for (auto _ : state) Op(x.view(), y.view(), kCpu);
+  const auto in = place_input(x, D);
+  const auto out = place_output(y, D);
+  for (auto _ : state) Op(in.view(), out.view(), {D});
   set_compulsory_bytes(state, bytes_of(x) + bytes_of(y));
 }
-void BM_exp_f32(benchmark::State &state) { elementwise<float, hpipe::exp>(state); }
-void BM_log_f32(benchmark::State &state) { elementwise<float, hpipe::log>(state); }
-void BM_erf_f32(benchmark::State &state) { elementwise<float, hpipe::erf>(state); }
-void BM_exp_f64(benchmark::State &state) { elementwise<double, hpipe::exp>(state); }
-void BM_log_f64(benchmark::State &state) { elementwise<double, hpipe::log>(state); }
-void BM_erf_f64(benchmark::State &state) { elementwise<double, hpipe::erf>(state); }
+template <Device D>
+void BM_exp_f32(benchmark::State &state) { elementwise<D, float, hpipe::exp>(state); }
+template <Device D>
+void BM_log_f32(benchmark::State &state) { elementwise<D, float, hpipe::log>(state); }
+template <Device D>
+void BM_erf_f32(benchmark::State &state) { elementwise<D, float, hpipe::erf>(state); }
+template <Device D>
+void BM_exp_f64(benchmark::State &state) { elementwise<D, double, hpipe::exp>(state); }
+template <Device D>
+void BM_log_f64(benchmark::State &state) { elementwise<D, double, hpipe::log>(state); }
+template <Device D>
+void BM_erf_f64(benchmark::State &state) { elementwise<D, double, hpipe::erf>(state); }
 
 // Args: rows, columns, axis.
-template <class T>
+template <Device D, class T>
 void logsumexp(benchmark::State &state) {
   const auto &x = w2_input<T>(state.range(0), state.range(1));
   const int axis = static_cast<int>(state.range(2));
-  Array<T, 1> out({x.shape(1 - axis)});
-  for (auto _ : state) hpipe::logsumexp(x.view(), axis, out.view(), kCpu);
-  set_compulsory_bytes(state, bytes_of(x) + bytes_of(out));
+  Array<T, 1> y({x.shape(1 - axis)});
+  const auto in = place_input(x, D);
+  const auto out = place_output(y, D);
+  for (auto _ : state) hpipe::logsumexp(in.view(), axis, out.view(), {D});
+  set_compulsory_bytes(state, bytes_of(x) + bytes_of(y));
 }
-void BM_logsumexp_f32(benchmark::State &state) { logsumexp<float>(state); }
-void BM_logsumexp_f64(benchmark::State &state) { logsumexp<double>(state); }
+template <Device D>
+void BM_logsumexp_f32(benchmark::State &state) { logsumexp<D, float>(state); }
+template <Device D>
+void BM_logsumexp_f64(benchmark::State &state) { logsumexp<D, double>(state); }
 
-#define HPIPE_MATH_BENCH(fn) BENCHMARK(fn)->Args({10000, 10000})->UseRealTime()->Unit(benchmark::kMillisecond)
+#define HPIPE_MATH_BENCH(fn) \
+  HPIPE_BENCHMARK(fn, ->Args({10000, 10000})->UseRealTime()->Unit(benchmark::kMillisecond))
 HPIPE_MATH_BENCH(BM_exp_f32);
 HPIPE_MATH_BENCH(BM_log_f32);
 HPIPE_MATH_BENCH(BM_erf_f32);
 HPIPE_MATH_BENCH(BM_exp_f64);
 HPIPE_MATH_BENCH(BM_log_f64);
 HPIPE_MATH_BENCH(BM_erf_f64);
-BENCHMARK(BM_logsumexp_f32)->Args({10000, 10000, 0})->Args({10000, 10000, 1})->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_logsumexp_f64)->Args({10000, 10000, 0})->UseRealTime()->Unit(benchmark::kMillisecond);
+HPIPE_BENCHMARK(BM_logsumexp_f32,
+                ->Args({10000, 10000, 0})->Args({10000, 10000, 1})->UseRealTime()->Unit(benchmark::kMillisecond));
+HPIPE_BENCHMARK(BM_logsumexp_f64, ->Args({10000, 10000, 0})->UseRealTime()->Unit(benchmark::kMillisecond));
 
 }  // namespace
 }  // namespace hpipe::bench

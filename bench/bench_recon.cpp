@@ -1,5 +1,5 @@
 // Reconstruction benchmarks at the size of the synthetic scene (1, 28, 256, 256), S = 2, 5 TV
-// iterations: one GAP-TV iteration, one ADMM-TV iteration, and the TV denoiser alone, on the CPU.
+// iterations: one GAP-TV iteration, one ADMM-TV iteration, and the TV denoiser alone.
 // Args: C, H, W, S, TV iterations.
 //
 // Compulsory bytes are the minimum an iteration must move: the state cubes read once and written
@@ -10,8 +10,6 @@
 
 namespace hpipe::bench {
 namespace {
-
-const Options kCpu{Device::cpu};
 
 struct ReconBench {
   Array<float, 4> x;
@@ -24,9 +22,9 @@ struct ReconBench {
         mask(random_array<float, 2>({s.range(1), s.range(2)}, 2)) {
     params.dispersion = {static_cast<int>(s.range(3)), Axis::width};
     params.tv.iterations = static_cast<int>(s.range(4));
-    y = cassi_forward(x.view(), mask.view(), params.dispersion, kCpu);
+    y = cassi_forward(x.view(), mask.view(), params.dispersion, {Device::cpu});
     phi = Array<float, 2>({y.shape(1), y.shape(2)});
-    cassi_phi(mask.view(), x.shape(1), params.dispersion, phi.view(), kCpu);
+    cassi_phi(mask.view(), x.shape(1), params.dispersion, phi.view(), {Device::cpu});
   }
   std::int64_t measurement_bytes() const { return bytes_of(y); }
   std::int64_t fixed_bytes() const { return bytes_of(y) + bytes_of(mask) + bytes_of(phi); }
@@ -37,37 +35,51 @@ void report(benchmark::State &state, std::int64_t minimum, std::int64_t moved) {
   state.counters["moved_over_min"] = double(moved) / double(minimum);
 }
 
+template <Device D>
 void BM_gap_tv_step(benchmark::State &state) {
   ReconBench b(state);
   Array<float, 3> y1(b.y.shape()), y1_next(b.y.shape());
   Array<float, 4> x_next(b.x.shape());
+  const auto x = place_input(b.x, D);
+  const auto y = place_input(b.y, D), y1_in = place_input(y1, D);
+  const auto mask = place_input(b.mask, D), phi = place_input(b.phi, D);
+  const auto x_out = place_output(x_next, D);
+  const auto y1_out = place_output(y1_next, D);
   for (auto _ : state)
-    gap_tv_step(b.x.view(), y1.view(), b.y.view(), b.mask.view(), b.phi.view(), b.params, x_next.view(),
-                y1_next.view(), kCpu);
+    gap_tv_step(x.view(), y1_in.view(), y.view(), mask.view(), phi.view(), b.params, x_out.view(), y1_out.view(),
+                {D});
   const std::int64_t cube = bytes_of(b.x), small = b.fixed_bytes() + 2 * b.measurement_bytes();  // + y1, y1'
   report(state, 2 * cube + small, 3 * cube + small);
 }
 
+template <Device D>
 void BM_admm_tv_step(benchmark::State &state) {
   ReconBench b(state);
   Array<float, 4> theta_next(b.x.shape()), b_next(b.x.shape());
   const auto dual = random_array<float, 4>(b.x.shape(), 4, -0.01, 0.01);
+  const auto x = place_input(b.x, D), u = place_input(dual, D);
+  const auto y = place_input(b.y, D);
+  const auto mask = place_input(b.mask, D), phi = place_input(b.phi, D);
+  const auto theta_out = place_output(theta_next, D), b_out = place_output(b_next, D);
   for (auto _ : state)
-    admm_tv_step(b.x.view(), dual.view(), b.y.view(), b.mask.view(), b.phi.view(), b.params, theta_next.view(),
-                 b_next.view(), kCpu);
+    admm_tv_step(x.view(), u.view(), y.view(), mask.view(), phi.view(), b.params, theta_out.view(), b_out.view(),
+                 {D});
   const std::int64_t cube = bytes_of(b.x), small = b.fixed_bytes();
   report(state, 4 * cube + small, 6 * cube + small);
 }
 
+template <Device D>
 void BM_tv_denoise(benchmark::State &state) {
   ReconBench b(state);
   Array<float, 4> out(b.x.shape());
-  for (auto _ : state) tv_denoise(b.x.view(), b.params.tv, out.view(), kCpu);
+  const auto x = place_input(b.x, D);
+  const auto result = place_output(out, D);
+  for (auto _ : state) tv_denoise(x.view(), b.params.tv, result.view(), {D});
   report(state, 2 * bytes_of(b.x), 2 * bytes_of(b.x));
 }
 
 #define HPIPE_RECON_BENCH(fn) \
-  BENCHMARK(fn)->Args({28, 256, 256, 2, 5})->UseRealTime()->Unit(benchmark::kMillisecond)
+  HPIPE_BENCHMARK(fn, ->Args({28, 256, 256, 2, 5})->UseRealTime()->Unit(benchmark::kMillisecond))
 HPIPE_RECON_BENCH(BM_gap_tv_step);
 HPIPE_RECON_BENCH(BM_admm_tv_step);
 HPIPE_RECON_BENCH(BM_tv_denoise);

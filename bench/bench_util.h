@@ -4,7 +4,9 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <memory>
 
+#include "cuda_memory.h"
 #include "hpipe/hpipe.h"
 #include "random_array.h"
 
@@ -21,5 +23,46 @@ template <class A>
 std::int64_t bytes_of(const A &a) {
   return a.size() * static_cast<std::int64_t>(sizeof(*a.data()));
 }
+
+// An array where the kernels of `device` read and write it: the host array itself for the CPU, a
+// copy in CUDA memory for CUDA (data resident on the GPU, as in a reconstruction loop). E is const
+// for inputs.
+template <class E, int Rank>
+class Placed {
+ public:
+  template <class A>
+  Placed(A &host, Device device) : view_(host.data(), host.shape()) {
+    if (device != Device::cuda) return;
+    gpu_ = std::make_unique<test::DeviceMemory>(host.data(), std::size_t(bytes_of(host)));
+    view_ = View<E, Rank>(static_cast<E *>(gpu_->get()), host.shape(), Memory::cuda);
+  }
+  const View<E, Rank> &view() const { return view_; }
+
+ private:
+  std::unique_ptr<test::DeviceMemory> gpu_;
+  View<E, Rank> view_;
+};
+template <class T, int Rank>
+Placed<const T, Rank> place_input(const Array<T, Rank> &host, Device device) {
+  return {host, device};
+}
+template <class T, int Rank>
+Placed<T, Rank> place_output(Array<T, Rank> &host, Device device) {
+  return {host, device};
+}
+
+// Every kernel benchmark is a template over the Device and is registered twice by
+// HPIPE_BENCHMARK: `BM_x` runs on the CPU; `BM_cuda_x`, with its arrays in CUDA memory, is
+// registered by main() only where a GPU is usable (register_cuda_benchmarks()). Each hpipe call
+// with device memory returns once its kernels have finished, so wall time is kernel time plus launch.
+using BenchmarkFunction = void (*)(benchmark::State &);
+using Configure = void (*)(benchmark::internal::Benchmark *);
+int register_on_both(const char *name, BenchmarkFunction cpu, BenchmarkFunction cuda, Configure configure);
+void register_cuda_benchmarks();
+
+#define HPIPE_BENCHMARK(fn, ...)                                                                     \
+  [[maybe_unused]] const int fn##_registered = ::hpipe::bench::register_on_both(                    \
+      #fn, fn<::hpipe::Device::cpu>, fn<::hpipe::Device::cuda>,                                      \
+      [](::benchmark::internal::Benchmark *b) { b __VA_ARGS__; })
 
 }  // namespace hpipe::bench

@@ -1,4 +1,4 @@
-// Device memory for tests, through the driver API loaded with dlopen (tests link no CUDA).
+// Device memory for tests and benchmarks, through the driver API loaded with dlopen (tests link no CUDA).
 // Allocates in device 0's primary context, the one the CUDA runtime API and hpipe share.
 #pragma once
 
@@ -25,6 +25,12 @@ class DeviceMemory {
 
   void *get() const { return reinterpret_cast<void *>(ptr_); }
   void copy_to(void *host, std::size_t bytes) const { check(api_->cuMemcpyDtoH(host, ptr_, bytes), "cuMemcpyDtoH"); }
+  // Device to device, all of `source` (asynchronous: see synchronize()).
+  void copy_from(const DeviceMemory &source) {
+    check(api_->cuMemcpyDtoD(ptr_, source.ptr_, source.bytes_), "cuMemcpyDtoD");
+  }
+  // Waits for all work of the context.
+  void synchronize() const { check(api_->cuCtxSynchronize(), "cuCtxSynchronize"); }
 
  private:
   struct Api {
@@ -32,6 +38,8 @@ class DeviceMemory {
     int (*cuMemFree)(std::uint64_t);
     int (*cuMemcpyHtoD)(std::uint64_t, const void *, std::size_t);
     int (*cuMemcpyDtoH)(void *, std::uint64_t, std::size_t);
+    int (*cuMemcpyDtoD)(std::uint64_t, std::uint64_t, std::size_t);
+    int (*cuCtxSynchronize)();
   };
   static Api load() {
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -54,7 +62,9 @@ class DeviceMemory {
     return Api{reinterpret_cast<int (*)(std::uint64_t *, std::size_t)>(sym("cuMemAlloc_v2")),
                reinterpret_cast<int (*)(std::uint64_t)>(sym("cuMemFree_v2")),
                reinterpret_cast<int (*)(std::uint64_t, const void *, std::size_t)>(sym("cuMemcpyHtoD_v2")),
-               reinterpret_cast<int (*)(void *, std::uint64_t, std::size_t)>(sym("cuMemcpyDtoH_v2"))};
+               reinterpret_cast<int (*)(void *, std::uint64_t, std::size_t)>(sym("cuMemcpyDtoH_v2")),
+               reinterpret_cast<int (*)(std::uint64_t, std::uint64_t, std::size_t)>(sym("cuMemcpyDtoD_v2")),
+               reinterpret_cast<int (*)()>(sym("cuCtxSynchronize"))};
   }
   static void check(int err, const char *what) {
     if (err) throw std::runtime_error(std::string(what) + " failed with CUDA error " + std::to_string(err));
