@@ -343,7 +343,7 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   op.chunk_sum = Func("chunk_sum");
   Expr x_row = x(i, row_in, o);
   // A chunk's (shift, sum) for the fold below, as doubles; NaN and +inf make the sum NaN or +inf.
-  Expr chunk_shift, chunk_sum;
+  Expr shift_of_chunk, sum_of_chunk;
   if (t == Float(32)) {
     // float32: the terms exp(x - max) in float lanes (16 per AVX-512 vector) with exp_nonpositive,
     // summed in double. The maximum is a float max started at the lowest finite value (the lanes
@@ -354,28 +354,27 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
     op.chunk_max(i, c, o) = Tuple(max(op.chunk_max(i, c, o)[0], x_row), max(op.chunk_max(i, c, o)[1], magnitude));
     op.chunk_sum(i, c, o) = Expr(0.0);
     op.chunk_sum(i, c, o) += cast<double>(exp_nonpositive(x_row - op.chunk_max(i, c, o)[0]));
-    Expr m = op.chunk_max(i, op.chunks, o)[0], flags = op.chunk_max(i, op.chunks, o)[1];
+    Expr m = op.chunk_max(i, c, o)[0], flags = op.chunk_max(i, c, o)[1];
     const std::int32_t inf = 0x7f800000;
     Expr nan = flags > Expr(inf), plus_inf = reinterpret(Int(32), m) == Expr(inf);
-    chunk_shift = select(plus_inf || nan, Expr(0.0), cast<double>(m));
+    shift_of_chunk = select(plus_inf || nan, Expr(0.0), cast<double>(m));
     // The term of the maximum is 1: a sum below 1/2 is a chunk of -inf only (its terms are e^-80).
-    Expr sum = op.chunk_sum(i, op.chunks, o);
-    chunk_sum = from_bits(select(nan, Expr(std::int64_t(0x7ff8000000000000)), plus_inf, Expr(kInfBits),
-                                 sum < Expr(0.5), Expr(std::int64_t(0)), bits_of(sum)));
+    Expr sum = op.chunk_sum(i, c, o);
+    sum_of_chunk = from_bits(select(nan, Expr(std::int64_t(0x7ff8000000000000)), plus_inf, Expr(kInfBits),
+                                    sum < Expr(0.5), Expr(std::int64_t(0)), bits_of(sum)));
   } else {
     // float64: strict, each term to the last bit (exp_double); a non-finite maximum (all -inf, a
     // +inf, NaN) shifts by 0 instead, as scipy does, and exp() gives the sum its NaN or inf.
-    auto shift = [&](const Expr &chunk) {
-      Expr m = op.chunk_max(i, chunk, o);
-      return select(is_finite_bits(m), m, Expr(0.0));
-    };
     op.chunk_max(i, c, o) = Expr(-std::numeric_limits<double>::max());
     op.chunk_max(i, c, o) = strict_float(max(op.chunk_max(i, c, o), x_row));
+    Expr m = op.chunk_max(i, c, o);
+    shift_of_chunk = select(is_finite_bits(m), m, Expr(0.0));
     op.chunk_sum(i, c, o) = Expr(0.0);
-    op.chunk_sum(i, c, o) += strict_float(exp_double().fused(x_row - shift(c)));
-    chunk_shift = shift(op.chunks);
-    chunk_sum = op.chunk_sum(i, op.chunks, o);
+    op.chunk_sum(i, c, o) += strict_float(exp_double().fused(x_row - shift_of_chunk));
+    sum_of_chunk = op.chunk_sum(i, c, o);
   }
+  op.chunk = Func("chunk");
+  op.chunk(i, c, o) = Tuple(shift_of_chunk, sum_of_chunk);
 
   // Fold chunk (shift_c, sum_c) into the running (shift, sum): the sum with the smaller shift is
   // rescaled by exp(-|shift - shift_c|) (one exp per fold). An infinite sum stays infinite
@@ -383,6 +382,7 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   op.running = Func("running");
   op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0));
   Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1];
+  Expr chunk_shift = op.chunk(i, op.chunks, o)[0], chunk_sum = op.chunk(i, op.chunks, o)[1];
   Expr chunk_leads = chunk_shift > old_shift;
   Expr scale = exp_double().fused(Expr(0.0) - abs(chunk_shift - old_shift));
   Expr kept = select(chunk_leads, chunk_sum, old_sum), scaled = select(chunk_leads, old_sum, chunk_sum);

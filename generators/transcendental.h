@@ -42,6 +42,7 @@ struct LogSumExp {
   Halide::RDom chunks;      // the chunks, in order
   Halide::Func chunk_max;   // (i, c, o): max over the chunk (float32: and the largest magnitude's bits)
   Halide::Func chunk_sum;   // (i, c, o): sum of exp(x - shift) over the chunk, in double
+  Halide::Func chunk;       // (i, c, o) -> {shift, sum} of the chunk, in double (inlined on the CPU)
   Halide::Func running;     // (i, o) -> {shift, sum}: the fold over chunks
   Halide::Func out;         // (i, o)
 };

@@ -35,31 +35,46 @@ struct LogSumExpCpuKnobs {
   bool valid() const { return vector_factor >= 1 && columns_per_task >= 64; }
 };
 
-struct MathCudaKnobs {
-  int block = 256;  // threads of a block
+struct MathElementwiseCudaKnobs {
+  int block = 256;              // threads of a block
+  int elements_per_thread = 4;  // elements each thread computes, a block apart (loads in flight together)
 
   template <class F>
   void visit(F &&f) {
     f("block", block, Candidates{64, 128, 256, 512, 1024});
+    f("elements_per_thread", elements_per_thread, Candidates{1, 2, 4, 8});
   }
-  bool valid() const { return block >= 32 && block <= 1024; }
+  bool valid() const { return block >= 32 && block <= 1024 && elements_per_thread >= 1; }
+};
+
+struct LogSumExpCudaKnobs {
+  int block = 256;      // threads of a block
+  int fold_unroll = 8;  // chunks the fold unrolls (their loads and exps overlap)
+
+  template <class F>
+  void visit(F &&f) {
+    f("block", block, Candidates{64, 128, 256, 512, 1024});
+    f("fold_unroll", fold_unroll, Candidates{1, 4, 8, 16});
+  }
+  bool valid() const { return block >= 32 && block <= 1024 && fold_unroll >= 1; }
 };
 
 void schedule_cpu(alg::Elementwise op, const Halide::Target &t, const MathElementwiseCpuKnobs &k);
 void schedule_cpu(alg::LogSumExp op, const Halide::Target &t, const LogSumExpCpuKnobs &k);
 
-void schedule_cuda(alg::Elementwise op, const Halide::Target &t, const MathCudaKnobs &k);
-void schedule_cuda(alg::LogSumExp op, const Halide::Target &t, const MathCudaKnobs &k);
+void schedule_cuda(alg::Elementwise op, const Halide::Target &t, const MathElementwiseCudaKnobs &k);
+void schedule_cuda(alg::LogSumExp op, const Halide::Target &t, const LogSumExpCudaKnobs &k);
 
 // The knob structs each backend reads (used by the generators and the tuner): the elementwise
-// ops and logsumexp have their own CPU knobs (their best vector widths differ).
+// ops and logsumexp have their own knobs (their best vector widths differ; their CUDA grids
+// differ in shape).
 struct MathElementwiseKnobs {
   using Cpu = MathElementwiseCpuKnobs;
-  using Cuda = MathCudaKnobs;
+  using Cuda = MathElementwiseCudaKnobs;
 };
 struct LogSumExpKnobs {
   using Cpu = LogSumExpCpuKnobs;
-  using Cuda = MathCudaKnobs;
+  using Cuda = LogSumExpCudaKnobs;
 };
 
 }  // namespace hpipe::sched

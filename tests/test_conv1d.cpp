@@ -83,6 +83,8 @@ TYPED_TEST(Conv1dTyped, MatchesNumpyOnCuda) {
   if (!cuda_available()) GTEST_SKIP() << "no usable GPU: " << cuda_unavailable_reason();
   std::uint32_t seed = 200;
   for (const auto &p : kProblems) check_problem<TypeParam>(p, Device::cuda, seed += 3);
+  // More row blocks than a CUDA grid's y dimension holds (65535).
+  check_problem<TypeParam>({600000, 3, 2}, Device::cuda, seed += 3);
 }
 
 // The large W3 batch: 10^5 rows of 9 against 7 taps, per-row kernels, every mode.

@@ -78,6 +78,7 @@ TYPED_TEST(DotTyped, MatchesReferenceOnCuda) {
   std::uint32_t seed = 90;
   for (const auto &s : kShapes) check_dense<TypeParam>(s, Device::cuda, seed += 2);
   for (const auto &s : kShapes) check_dense<TypeParam>(s, Device::cuda, seed += 2, -1.0);
+  check_dense<TypeParam>({70000, 5}, Device::cuda, seed += 2);  // more rows than a grid's y dimension
 }
 
 // K = 10^6: the bound does not grow with K for float32; one serial float sum would miss it.

@@ -10,6 +10,7 @@
 #include <random>
 #include <sstream>
 
+#include "cuda_memory.h"
 #include "reference/math_reference.h"
 #include "test_util.h"
 
@@ -329,13 +330,21 @@ Tolerance logsumexp_tolerance(std::int64_t n) {
   return sizeof(T) == 4 ? Tolerance{std::ldexp(1.0, -24), epsilon<float>()} : Tolerance{sum_error, sum_error};
 }
 
-// Checks logsumexp over `axis` of a C-order array of `shape` against the reference.
+// Where a logsumexp check runs: the CPU, or CUDA with x and out in host memory (hpipe copies) or
+// in CUDA memory (device pointers, the kernels' own layouts: no host-side rows path or transpose).
+enum class Where { cpu, cuda_host_memory, cuda_memory };
+
+const char *to_string(Where w) {
+  return w == Where::cpu ? "cpu" : w == Where::cuda_host_memory ? "cuda, host memory" : "cuda, CUDA memory";
+}
+
+// Checks logsumexp over `axis` of a C-order array against the reference.
 template <class T, int N>
-void check_logsumexp(const Array<T, N> &x, int axis, Device device = Device::cpu) {
+void check_logsumexp(const Array<T, N> &x, int axis, Where where = Where::cpu) {
   std::ostringstream trace;
   trace << "shape (";
   for (int d = 0; d < N; d++) trace << (d ? ", " : "") << x.shape(d);
-  trace << "), axis " << axis;
+  trace << "), axis " << axis << ", " << to_string(where);
   SCOPED_TRACE(trace.str());
   const int a = axis < 0 ? axis + N : axis;
   std::int64_t outer = 1, inner = 1;
@@ -346,7 +355,14 @@ void check_logsumexp(const Array<T, N> &x, int axis, Device device = Device::cpu
     if (d != a) out_shape[j++] = x.shape(d);
   auto out = poisoned<T, N - 1>(out_shape);
   const Array<T, N> before = x;
-  hpipe::logsumexp(x.view(), axis, out.view(), {device});
+  if (where == Where::cuda_memory) {
+    DeviceMemory x_dev(x.data(), sizeof(T) * x.size()), out_dev(out.data(), sizeof(T) * out.size());
+    hpipe::logsumexp(View<const T, N>(static_cast<const T *>(x_dev.get()), x.shape(), Memory::cuda), axis,
+                     View<T, N - 1>(static_cast<T *>(out_dev.get()), out_shape, Memory::cuda), {Device::cuda});
+    out_dev.copy_to(out.data(), sizeof(T) * out.size());
+  } else {
+    hpipe::logsumexp(x.view(), axis, out.view(), {where == Where::cpu ? Device::cpu : Device::cuda});
+  }
   const auto expected = reference::logsumexp(to_doubles(x), outer, x.shape(a), inner);
   // Finite results within tolerance; -inf, +inf and NaN exactly.
   const auto got = to_doubles(out);
@@ -363,31 +379,32 @@ void check_logsumexp(const Array<T, N> &x, int axis, Device device = Device::cpu
   EXPECT_EQ(0, std::memcmp(before.data(), x.data(), sizeof(T) * x.size())) << "x was modified";
 }
 
-TYPED_TEST(MathTyped, LogSumExpEveryAxisMatchesReference) {
-  using T = TypeParam;
-  // Rows not a multiple of the chunk, columns over one task (1024) and not a multiple of a vector.
+// Every axis of 2-D to 4-D arrays: rows not a multiple of the chunk, columns over one task (1024)
+// and not a multiple of a vector, fewer columns than a warp, large magnitudes.
+template <class T>
+void check_logsumexp_every_axis(Where where) {
   const auto x2 = random_array<T, 2>({77, 1031}, 21, -20.0, 20.0);
-  check_logsumexp<T, 2>(x2, 0);
-  check_logsumexp<T, 2>(x2, 1);
-  check_logsumexp<T, 2>(x2, -1);
+  check_logsumexp<T, 2>(x2, 0, where);
+  check_logsumexp<T, 2>(x2, 1, where);
+  check_logsumexp<T, 2>(x2, -1, where);
   const auto small = random_array<T, 2>({1, 3}, 22, -1.0, 1.0);
-  check_logsumexp<T, 2>(small, 0);
-  check_logsumexp<T, 2>(small, 1);
+  check_logsumexp<T, 2>(small, 0, where);
+  check_logsumexp<T, 2>(small, 1, where);
   const auto x3 = random_array<T, 3>({5, 33, 6}, 23, -50.0, 50.0);
-  for (int axis = 0; axis < 3; axis++) check_logsumexp<T, 3>(x3, axis);
+  for (int axis = 0; axis < 3; axis++) check_logsumexp<T, 3>(x3, axis, where);
   const auto x4 = random_array<T, 4>({2, 3, 65, 7}, 24, -5.0, 5.0);
-  for (int axis = 0; axis < 4; axis++) check_logsumexp<T, 4>(x4, axis);
+  for (int axis = 0; axis < 4; axis++) check_logsumexp<T, 4>(x4, axis, where);
   // Large magnitudes: without the shift every exp would overflow or underflow.
   const auto huge = random_array<T, 2>({40, 9}, 25, 500.0, 1000.0);
-  check_logsumexp<T, 2>(huge, 0);
+  check_logsumexp<T, 2>(huge, 0, where);
   const auto neg = random_array<T, 2>({40, 9}, 26, -1000.0, -500.0);
-  check_logsumexp<T, 2>(neg, 0);
+  check_logsumexp<T, 2>(neg, 0, where);
 }
 
 // scipy's special cases, down columns (axis 0) and along rows (axis 1), in the first and a later
 // chunk of rows: all -inf -> -inf; a +inf entry -> +inf; NaN -> NaN; -inf entries are ignored.
-TYPED_TEST(MathTyped, LogSumExpSpecialValues) {
-  using T = TypeParam;
+template <class T>
+void check_logsumexp_special_values(Where where) {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   auto x = random_array<T, 2>({70, 6}, 31, -3.0, 3.0);
   for (int r = 0; r < 70; r++) x(r, 0) = -inf;  // column of -inf
@@ -397,12 +414,16 @@ TYPED_TEST(MathTyped, LogSumExpSpecialValues) {
   x(40, 3) = nan;                                // NaN
   x(50, 4) = -inf, x(2, 4) = -inf;               // some -inf among finite values
   x(10, 5) = inf, x(11, 5) = -inf;               // both infinities
-  check_logsumexp<T, 2>(x, 0);
+  check_logsumexp<T, 2>(x, 0, where);
   Array<T, 2> t({6, 70});  // the same columns as rows
   for (int r = 0; r < 70; r++)
     for (int c = 0; c < 6; c++) t(c, r) = x(r, c);
-  check_logsumexp<T, 2>(t, 1);
+  check_logsumexp<T, 2>(t, 1, where);
 }
+
+TYPED_TEST(MathTyped, LogSumExpEveryAxisMatchesReference) { check_logsumexp_every_axis<TypeParam>(Where::cpu); }
+
+TYPED_TEST(MathTyped, LogSumExpSpecialValues) { check_logsumexp_special_values<TypeParam>(Where::cpu); }
 
 // Long contiguous rows take the lanes path (64 partial results per row or row segment, combined
 // in double with the row's tail): special values in the blocks and in the tail, a row of -inf,
@@ -454,8 +475,14 @@ TYPED_TEST(MathTyped, EveryOpOnCuda) {
     for (std::int64_t i = 0; i < x.size(); i++) report.add(x.data()[i], gpu.data()[i], reference::exact(fn, x.data()[i]));
     EXPECT_LE(double(report.worst), kUlpContract.of(fn)) << report.describe(fn);
   }
-  check_logsumexp<T, 2>(x, 0, Device::cuda);
-  check_logsumexp<T, 2>(x, 1, Device::cuda);
+  for (Where where : {Where::cuda_host_memory, Where::cuda_memory}) {
+    check_logsumexp_every_axis<T>(where);
+    check_logsumexp_special_values<T>(where);
+  }
+  // More outer slices than a CUDA grid's y dimension holds (65535), and one column.
+  const auto tall = random_array<T, 2>({70000, 3}, 52, -4.0, 4.0);
+  check_logsumexp<T, 2>(tall, 1, Where::cuda_memory);
+  check_logsumexp<T, 2>(tall, 0, Where::cuda_memory);
 }
 
 }  // namespace
