@@ -47,7 +47,7 @@ class LogSumExpGenerator : public Generator<LogSumExpGenerator<T, Out>> {
   GeneratorOutput<Buffer<Out>> out{"out", 2};
 
   void generate() {
-    auto op = alg::logsumexp(x, x.dim(1).extent(), sched::kLogSumExpRowsPerChunk, halide_type_of<Out>());
+    auto op = alg::logsumexp(x, x.dim(1).extent(), sched::logsumexp_rows_per_chunk(this->get_target(), x.type()), halide_type_of<Out>());
     out = op.out;
     const TranscendentalEstimates e;
     x.set_estimates(e.matrix());

@@ -120,7 +120,7 @@ HPIPE_TUNE_FAMILY(transcendental) {
   std::function<alg::LogSumExp(Built &)> logsumexp = [](Built &built) {
     const alg::TranscendentalEstimates e;
     ImageParam x = buffer_param(built, "x", 3, e.matrix());
-    auto op = alg::logsumexp(x, x.dim(1).extent(), sched::kLogSumExpRowsPerChunk, x.type());
+    auto op = alg::logsumexp(x, x.dim(1).extent(), sched::logsumexp_rows_per_chunk(built.target, x.type()), x.type());
     set_output(built, op.out, e.reduced());
     return op;
   };
