@@ -47,7 +47,8 @@ class LogSumExpGenerator : public Generator<LogSumExpGenerator<T, Out>> {
   GeneratorOutput<Buffer<Out>> out{"out", 2};
 
   void generate() {
-    auto op = alg::logsumexp(x, x.dim(1).extent(), sched::logsumexp_rows_per_chunk(this->get_target(), x.type()), halide_type_of<Out>());
+    const int rows_per_chunk = sched::logsumexp_rows_per_chunk(this->get_target(), x.type());
+    auto op = alg::logsumexp(x, x.dim(1).extent(), rows_per_chunk, halide_type_of<Out>());
     out = op.out;
     const TranscendentalEstimates e;
     x.set_estimates(e.matrix());

@@ -12,12 +12,12 @@ using namespace Halide;
 
 // Elementwise: each thread computes `elements_per_thread` elements a block's width apart, so that
 // each access of a warp is one contiguous run and a thread has that many loads in flight. (One
-// element per thread reached 74% of a device copy on an H100 for float32, 4 elements 100%; a
+// element per thread reached 74% of a device copy on an H100 for float32, 4 elements 97%; a
 // thread's elements side by side as one vector access was 100x slower.) The fast parts of each
 // element are computed just before it, in registers.
 //
 // H100 80GB HBM3 (sm_80 PTX), 10^8 elements, `hpipe_bench` median of 3: exp, log, erf float32
-// 0.274-0.276 ms (about 100% of BM_cuda_copy), exp float64 0.540 ms, log float64 0.601 ms.
+// 0.277-0.279 ms (96-97% of BM_cuda_copy), exp float64 0.541 ms, log float64 0.606 ms.
 void schedule_cuda(alg::Elementwise op, const Target &, const MathElementwiseCudaKnobs &k) {
   Var i = arg(op.y, 0), block("block"), thread("thread"), element("element"), rest("rest");
   op.y.split(i, block, rest, k.block * k.elements_per_thread, TailStrategy::GuardWithIf)
