@@ -30,14 +30,15 @@ void schedule_cuda(alg::Elementwise op, const Target &, const MathElementwiseCud
 }
 
 // logsumexp in two kernels. The first computes every chunk's (shift, sum), a thread per (column,
-// chunk), its max and sum stages inside the thread (the sum re-reads the chunk's rows, 256 bytes
-// of the column, from cache). With that many threads even 10000 columns fill the GPU. Neighbouring threads take
-// neighbouring columns, so that a warp reads a contiguous run of each row; when there are fewer
-// columns than a warp (a reduction along contiguous rows: one column), neighbouring chunks
-// instead. The second kernel folds each column's chunks, a thread per (column, outer slice), the
-// fold unrolled so that the loads and exps of several chunks overlap (8 chunks: 15% faster than
-// none on 10000 x 2048; unrolling a chunk's rows instead made it slower). Grid dimensions that can be large are fused into x, which has no 65535 limit. (Fusing the
-// thread dimension too makes Halide size the chunk's per-thread stages for a whole row.)
+// chunk), its max and sum stages inside the thread (the sum re-reads the chunk's rows, 256 bytes of
+// the column, from cache). With that many threads even 10000 columns fill the GPU. Neighbouring
+// threads take neighbouring columns, so that a warp reads a contiguous run of each row; when there
+// are fewer columns than a warp (a reduction along contiguous rows: one column), neighbouring
+// chunks instead. The second kernel folds each column's chunks, a thread per (column, outer slice),
+// the fold unrolled so that the loads and exps of several chunks overlap (8 chunks: 15% faster than
+// none on 10000 x 2048; unrolling a chunk's rows instead made it slower). Grid dimensions that can
+// be large are fused into x, which has no 65535 limit. (Fusing the thread dimension too makes
+// Halide size the chunk's per-thread stages for a whole row.)
 void schedule_cuda(alg::LogSumExp op, const Target &, const LogSumExpCudaKnobs &k) {
   Var i = arg(op.chunk, 0), c = arg(op.chunk, 1), o = arg(op.chunk, 2);
   Var block("block"), thread("thread"), rest("rest");
