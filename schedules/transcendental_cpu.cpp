@@ -44,12 +44,14 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpu
 // the whole read, and its sum passes (exp and double adds, 25 ms for 10^8 elements in L2) come on
 // top. Bounds measured with JIT variants (10000 x 10000, best of 5 in one run): read 28.1 ms, the
 // max passes alone 28.7, this schedule 63.0; one pass of exp terms summed in double, with no max at
-// all and the next row prefetched, 40.5 ms (69%); the same summed in float, 31.8 ms. 80% needs a
-// single pass (the max of the next chunk beside the sum of this one) and plain float sums, which
-// would break the accuracy contract (a compensated float sum, Fast2Sum from 1, ran as slowly as
-// double). Halide 14's prefetch() on x86 steps 64 elements instead of 64 bytes and emits
-// prefetchnta: prefetch at a loop over one 16-float vector, with PrefetchBoundStrategy::NonFaulting
-// (its bounds checks cost more than the loads).
+// all and the next row prefetched, 40.5 ms (69%); the same summed in float, 31.8-39.9 ms, which
+// is already below 80% of BM_stream_read (24 ms with contiguous reads) without being a logsumexp.
+// A true single pass (each row's term beside the next chunk's max, chunk starts peeled with
+// likely()) ran no faster than this schedule: 71 vs 72 ms in one run, with six arrays of
+// per-column state (28 KiB for 1024 columns) beside the rows it streams. Halide 14's prefetch()
+// on x86 steps 64 elements instead of 64 bytes and emits prefetchnta: prefetch at a loop over one
+// 16-float vector, with PrefetchBoundStrategy::NonFaulting (its bounds checks cost more than the
+// loads).
 void schedule_cpu(alg::LogSumExp op, const Target &t, const LogSumExpCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
   Var i = arg(op.out, 0), o = arg(op.out, 1), io("io"), ii("ii"), task("task");
