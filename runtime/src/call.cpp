@@ -72,9 +72,11 @@ Call::~Call() {
   }
 }
 
-void Call::fail(const std::string &name, const std::string &message) const {
-  throw Error("hpipe::" + op_ + ": " + name + ": " + message);
+void fail(const std::string &op, const std::string &arg, const std::string &message) {
+  throw Error("hpipe::" + op + ": " + arg + ": " + message);
 }
+
+void Call::fail(const std::string &name, const std::string &message) const { detail::fail(op_, name, message); }
 
 Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *data, int rank,
                     const std::int64_t *shape, const std::int64_t *strides, Memory memory) {

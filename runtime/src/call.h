@@ -18,6 +18,7 @@
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
+#include "fail.h"
 #include "hpipe/device.h"
 #include "hpipe/error.h"
 #include "hpipe/view.h"
@@ -85,9 +86,6 @@ class Call {
     const int status = fn(&context_, resolve(args)...);
     finish(status);
   }
-
-  Backend backend() const { return backend_; }
-  const std::string &op() const { return op_; }
 
  private:
   struct Buffer;

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "call.h"
-#include "cassi_args.h"
+#include "cassi_checks.h"
 #include "kernels.h"
 
 namespace hpipe {
@@ -12,9 +12,12 @@ namespace hpipe {
 using detail::axis_code;
 using detail::bind_mask;
 using detail::Call;
+using detail::check_bands;
 using detail::check_dispersion;
 using detail::check_shape;
+using detail::cube_behind;
 using detail::describe;
+using detail::of_cube;
 using detail::shape_string;
 
 namespace {
@@ -39,10 +42,6 @@ HPIPE_CASSI_KERNELS(double, f64)
 
 using Shape3 = std::array<std::int64_t, 3>;
 using Shape4 = std::array<std::int64_t, 4>;
-
-std::string of_cube(const Shape4 &cube, Dispersion d) {
-  return " for a cube of shape " + shape_string(cube) + " with " + describe(d);
-}
 
 // Forward-like ops: a cube in, a measurement out (the mask is optional for shift).
 template <class T, class K>
@@ -96,7 +95,7 @@ template <class T>
 void phi_impl(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> phi, const Options &options) {
   Call call("cassi_phi", options);
   check_dispersion(call, d);
-  if (bands < 1) call.fail("bands", "expected at least 1, got " + std::to_string(bands));
+  check_bands("cassi_phi", bands);
   const auto &mv = mask.view();
   const auto m = bind_mask(call, mask, mask.per_band() ? mv.shape(0) : bands, mv.shape(1), mv.shape(2));
   if (mask.per_band() && mv.shape(0) != bands)
@@ -113,15 +112,16 @@ void phi_impl(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> 
 template <class T, class K>
 Array<T, 4> allocate_cube(const char *op, const K &kernel, View<const T, 3> y, const Mask<T> &mask,
                           std::int64_t bands, Dispersion d, const Options &options) {
-  if (bands < 1)
-    throw Error(std::string("hpipe::") + op + ": bands: expected at least 1, got " + std::to_string(bands));
-  const Shape4 cube = cassi_cube_shape(y.shape(), bands, d);
-  if (cube[2] < 1 || cube[3] < 1)
-    throw Error(std::string("hpipe::") + op + ": y: shape " + shape_string(y.shape()) + " is too small for " +
-                std::to_string(bands) + " bands with " + describe(d));
-  Array<T, 4> x(cube);
+  Array<T, 4> x(cube_behind(op, y, bands, d));
   run_measurement_to_cube<T>(op, kernel, y, mask, d, x.view(), options);
   return x;
+}
+
+template <class T>
+Array<T, 3> allocate_measurement(View<const T, 4> x, const Mask<T> &mask, Dispersion d, const Options &options) {
+  Array<T, 3> y(cassi_measurement_shape(x.shape(), d));
+  run_cube_to_measurement<T>("cassi_forward", CassiKernels<T>::forward, x, mask, d, y.view(), options);
+  return y;
 }
 
 }  // namespace
@@ -137,48 +137,82 @@ Shape4 cassi_cube_shape(const Shape3 &measurement, std::int64_t bands, Dispersio
           measurement[2] - (d.axis == Axis::width ? spread : 0)};
 }
 
-#define HPIPE_CASSI_DEFINE(T)                                                                                      \
-  void cassi_forward(View<const T, 4> x, const Mask<T> &mask, Dispersion d, View<T, 3> y, const Options &o) {      \
-    run_cube_to_measurement<T>("cassi_forward", CassiKernels<T>::forward, x, mask, d, y, o);                       \
-  }                                                                                                                \
-  void cassi_adjoint(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x, const Options &o) {      \
-    run_measurement_to_cube<T>("cassi_adjoint", CassiKernels<T>::adjoint, y, mask, d, x, o);                       \
-  }                                                                                                                \
-  void cassi_pinv(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x, const Options &o) {         \
-    run_measurement_to_cube<T>("cassi_pinv", CassiKernels<T>::pinv, y, mask, d, x, o);                             \
-  }                                                                                                                \
-  void cassi_pinv_alpha(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x, const Options &o) {   \
-    run_measurement_to_cube<T>("cassi_pinv_alpha", CassiKernels<T>::pinv_alpha, y, mask, d, x, o);                 \
-  }                                                                                                                \
-  void cassi_phi(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> phi, const Options &o) {        \
-    phi_impl<T>(mask, bands, d, phi, o);                                                                           \
-  }                                                                                                                \
-  void cassi_shift(View<const T, 4> x, Dispersion d, View<T, 4> shifted, const Options &o) {                       \
-    shift_impl<T>("cassi_shift", x, d, shifted, o, false);                                                         \
-  }                                                                                                                \
-  void cassi_shift_back(View<const T, 4> shifted, Dispersion d, View<T, 4> x, const Options &o) {                  \
-    shift_impl<T>("cassi_shift_back", shifted, d, x, o, true);                                                     \
-  }                                                                                                                \
-  Array<T, 3> cassi_forward(View<const T, 4> x, const Mask<T> &mask, Dispersion d, const Options &o) {             \
-    Array<T, 3> y(cassi_measurement_shape(x.shape(), d));                                                          \
-    cassi_forward(x, mask, d, y.view(), o);                                                                        \
-    return y;                                                                                                      \
-  }                                                                                                                \
-  Array<T, 4> cassi_adjoint(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,             \
-                            const Options &o) {                                                                    \
-    return allocate_cube<T>("cassi_adjoint", CassiKernels<T>::adjoint, y, mask, bands, d, o);                      \
-  }                                                                                                                \
-  Array<T, 4> cassi_pinv(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,                \
-                         const Options &o) {                                                                       \
-    return allocate_cube<T>("cassi_pinv", CassiKernels<T>::pinv, y, mask, bands, d, o);                            \
-  }                                                                                                                \
-  Array<T, 4> cassi_pinv_alpha(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,          \
-                               const Options &o) {                                                                 \
-    return allocate_cube<T>("cassi_pinv_alpha", CassiKernels<T>::pinv_alpha, y, mask, bands, d, o);                \
-  }
-
-HPIPE_CASSI_DEFINE(float)
-HPIPE_CASSI_DEFINE(double)
-#undef HPIPE_CASSI_DEFINE
+// The public overloads: float32 and float64 of each op.
+void cassi_forward(View<const float, 4> x, const Mask<float> &mask, Dispersion d, View<float, 3> y, const Options &o) {
+  run_cube_to_measurement<float>("cassi_forward", CassiKernels<float>::forward, x, mask, d, y, o);
+}
+void cassi_forward(View<const double, 4> x, const Mask<double> &mask, Dispersion d, View<double, 3> y,
+                   const Options &o) {
+  run_cube_to_measurement<double>("cassi_forward", CassiKernels<double>::forward, x, mask, d, y, o);
+}
+void cassi_adjoint(View<const float, 3> y, const Mask<float> &mask, Dispersion d, View<float, 4> x, const Options &o) {
+  run_measurement_to_cube<float>("cassi_adjoint", CassiKernels<float>::adjoint, y, mask, d, x, o);
+}
+void cassi_adjoint(View<const double, 3> y, const Mask<double> &mask, Dispersion d, View<double, 4> x,
+                   const Options &o) {
+  run_measurement_to_cube<double>("cassi_adjoint", CassiKernels<double>::adjoint, y, mask, d, x, o);
+}
+void cassi_phi(const Mask<float> &mask, std::int64_t bands, Dispersion d, View<float, 2> phi, const Options &o) {
+  phi_impl<float>(mask, bands, d, phi, o);
+}
+void cassi_phi(const Mask<double> &mask, std::int64_t bands, Dispersion d, View<double, 2> phi, const Options &o) {
+  phi_impl<double>(mask, bands, d, phi, o);
+}
+void cassi_pinv(View<const float, 3> y, const Mask<float> &mask, Dispersion d, View<float, 4> x, const Options &o) {
+  run_measurement_to_cube<float>("cassi_pinv", CassiKernels<float>::pinv, y, mask, d, x, o);
+}
+void cassi_pinv(View<const double, 3> y, const Mask<double> &mask, Dispersion d, View<double, 4> x, const Options &o) {
+  run_measurement_to_cube<double>("cassi_pinv", CassiKernels<double>::pinv, y, mask, d, x, o);
+}
+void cassi_pinv_alpha(View<const float, 3> y, const Mask<float> &mask, Dispersion d, View<float, 4> x,
+                      const Options &o) {
+  run_measurement_to_cube<float>("cassi_pinv_alpha", CassiKernels<float>::pinv_alpha, y, mask, d, x, o);
+}
+void cassi_pinv_alpha(View<const double, 3> y, const Mask<double> &mask, Dispersion d, View<double, 4> x,
+                      const Options &o) {
+  run_measurement_to_cube<double>("cassi_pinv_alpha", CassiKernels<double>::pinv_alpha, y, mask, d, x, o);
+}
+void cassi_shift(View<const float, 4> x, Dispersion d, View<float, 4> shifted, const Options &o) {
+  shift_impl<float>("cassi_shift", x, d, shifted, o, false);
+}
+void cassi_shift(View<const double, 4> x, Dispersion d, View<double, 4> shifted, const Options &o) {
+  shift_impl<double>("cassi_shift", x, d, shifted, o, false);
+}
+void cassi_shift_back(View<const float, 4> shifted, Dispersion d, View<float, 4> x, const Options &o) {
+  shift_impl<float>("cassi_shift_back", shifted, d, x, o, true);
+}
+void cassi_shift_back(View<const double, 4> shifted, Dispersion d, View<double, 4> x, const Options &o) {
+  shift_impl<double>("cassi_shift_back", shifted, d, x, o, true);
+}
+Array<float, 3> cassi_forward(View<const float, 4> x, const Mask<float> &mask, Dispersion d, const Options &o) {
+  return allocate_measurement<float>(x, mask, d, o);
+}
+Array<double, 3> cassi_forward(View<const double, 4> x, const Mask<double> &mask, Dispersion d, const Options &o) {
+  return allocate_measurement<double>(x, mask, d, o);
+}
+Array<float, 4> cassi_adjoint(View<const float, 3> y, const Mask<float> &mask, std::int64_t bands, Dispersion d,
+                              const Options &o) {
+  return allocate_cube<float>("cassi_adjoint", CassiKernels<float>::adjoint, y, mask, bands, d, o);
+}
+Array<double, 4> cassi_adjoint(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands, Dispersion d,
+                               const Options &o) {
+  return allocate_cube<double>("cassi_adjoint", CassiKernels<double>::adjoint, y, mask, bands, d, o);
+}
+Array<float, 4> cassi_pinv(View<const float, 3> y, const Mask<float> &mask, std::int64_t bands, Dispersion d,
+                           const Options &o) {
+  return allocate_cube<float>("cassi_pinv", CassiKernels<float>::pinv, y, mask, bands, d, o);
+}
+Array<double, 4> cassi_pinv(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands, Dispersion d,
+                            const Options &o) {
+  return allocate_cube<double>("cassi_pinv", CassiKernels<double>::pinv, y, mask, bands, d, o);
+}
+Array<float, 4> cassi_pinv_alpha(View<const float, 3> y, const Mask<float> &mask, std::int64_t bands, Dispersion d,
+                                 const Options &o) {
+  return allocate_cube<float>("cassi_pinv_alpha", CassiKernels<float>::pinv_alpha, y, mask, bands, d, o);
+}
+Array<double, 4> cassi_pinv_alpha(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands, Dispersion d,
+                                 const Options &o) {
+  return allocate_cube<double>("cassi_pinv_alpha", CassiKernels<double>::pinv_alpha, y, mask, bands, d, o);
+}
 
 }  // namespace hpipe

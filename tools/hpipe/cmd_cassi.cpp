@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <array>
 
-#include "cassi_args.h"
+#include "cassi_options.h"
 #include "commands.h"
 
 namespace hpipe::cli {

@@ -3,7 +3,7 @@
 // of the pseudo-inverse of the same measurement.
 #include <cstdio>
 
-#include "cassi_args.h"
+#include "cassi_options.h"
 #include "commands.h"
 #include "hpipe/error.h"
 #include "hpipe/recon.h"

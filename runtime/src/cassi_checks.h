@@ -1,5 +1,5 @@
 // Argument checks the CASSI operators and the reconstructions built on them share: the
-// dispersion, shapes, and binding a shared or per-band mask to a cube.
+// dispersion, shapes, the cube behind a measurement, and binding a shared or per-band mask to a cube.
 #pragma once
 
 #include <array>
@@ -18,6 +18,11 @@ inline std::string describe(Dispersion d) {
   return "step " + std::to_string(d.step) + " along " + (d.axis == Axis::height ? "height" : "width");
 }
 
+// " for a cube of shape (B, C, H, W) with step S along width", for shape messages.
+inline std::string of_cube(const std::array<std::int64_t, 4> &cube, Dispersion d) {
+  return " for a cube of shape " + shape_string(cube) + " with " + describe(d);
+}
+
 inline void check_dispersion(const Call &call, Dispersion d) {
   if (d.axis != Axis::width && d.axis != Axis::height)
     call.fail("dispersion", "axis must be Axis::width or Axis::height, got " + std::to_string(int(d.axis)));
@@ -29,6 +34,21 @@ template <class Shape, class V>
 void check_shape(const Call &call, const char *name, const V &view, const Shape &expected, const std::string &why) {
   if (view.shape() != expected)
     call.fail(name, "expected shape " + shape_string(expected) + why + ", got " + shape_string(view.shape()));
+}
+
+inline void check_bands(const std::string &op, std::int64_t bands) {
+  if (bands < 1) fail(op, "bands", "expected at least 1, got " + std::to_string(bands));
+}
+
+// The (B, C, H, W) cube of `bands` bands behind measurement y, for the allocating forms.
+template <class V>
+std::array<std::int64_t, 4> cube_behind(const std::string &op, const V &y, std::int64_t bands, Dispersion d) {
+  check_bands(op, bands);
+  const std::array<std::int64_t, 4> cube = cassi_cube_shape(y.shape(), bands, d);
+  if (cube[2] < 1 || cube[3] < 1)
+    fail(op, "y", "shape " + shape_string(y.shape()) + " is too small for " + std::to_string(bands) + " bands with " +
+                      describe(d));
+  return cube;
 }
 
 // The mask as (C, H, W) for a cube of `bands` bands of H x W.
