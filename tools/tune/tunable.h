@@ -12,6 +12,7 @@
 
 #include "Halide.h"
 #include "schedules/common.h"
+#include "tests/reference/tolerances.h"
 
 namespace hpipe::tune {
 
@@ -48,10 +49,8 @@ struct Case {
   }
 };
 
-// |actual - expected| <= abs + rel * |expected|, per element.
-struct Tolerance {
-  double abs = 0, rel = 0;
-};
+// |actual - expected| <= abs + rel * |expected|, per element; each op's from tests/reference/tolerances.h.
+using tolerance::Tolerance;
 
 // A backend's knob space, read from a knob struct's visit() and valid() (schedules/knobs.h).
 struct KnobSpace {

@@ -326,7 +326,7 @@ class CpuTuner {
     double worst_ratio = 0;
     const double inf = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < k.expected.size(); i++) {
-      const double limit = op_.tolerance.abs + op_.tolerance.rel * std::abs(k.expected[i]);
+      const double limit = op_.tolerance.limit(k.expected[i]);
       const double err = std::abs(double(got[i]) - k.expected[i]);
       const bool ok = err <= limit;  // false for NaN
       const double ratio = std::isnan(err) ? inf : limit > 0 ? err / limit : ok ? 0 : inf;
