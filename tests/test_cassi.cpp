@@ -86,12 +86,14 @@ void check_every_op(const CassiProblem &p, Device device, std::uint32_t seed) {
 
   x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_pinv(in.y.view(), in.mask(), d, x_out.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_pinv(p, y, m), tolerance::cassi_band_sum_quotient<T>(p.C)))
+  EXPECT_TRUE(
+      all_near(to_doubles(x_out), reference::cassi_pinv(p, y, m), tolerance::cassi_band_sum_quotient<T>(p.C)))
       << "pinv";
 
   x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_pinv_alpha(in.y.view(), in.mask(), d, x_out.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_pinv_alpha(p, y, m), tolerance::cassi_few_roundings<T>()))
+  EXPECT_TRUE(
+      all_near(to_doubles(x_out), reference::cassi_pinv_alpha(p, y, m), tolerance::cassi_few_roundings<T>()))
       << "pinv_alpha";
 
   auto shifted = poisoned<T, 4>({p.B, p.C, p.Hm(), p.Wm()});
@@ -101,7 +103,8 @@ void check_every_op(const CassiProblem &p, Device device, std::uint32_t seed) {
 
   x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_shift_back(shifted.view(), d, x_out.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_shift_back(p, shifted_ref), tolerance::kExact)) << "shift_back";
+  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_shift_back(p, shifted_ref), tolerance::kExact))
+      << "shift_back";
 
   // Inputs are never modified.
   const CassiInputs<T> again(p, seed);

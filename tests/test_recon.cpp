@@ -134,7 +134,8 @@ void check_method(ReconMethod method, const reference::ReconSettings &s, Device 
   double worst = 0;
   for (std::size_t k = 0; k < residuals.size(); k++) {
     worst = std::max(worst, std::abs(residuals[k] - expected.residuals[k]) / expected.residuals[k]);
-    EXPECT_TRUE(all_near({residuals[k]}, {expected.residuals[k]}, tolerance::recon_residual<T>())) << "iteration " << k + 1;
+    EXPECT_TRUE(all_near({residuals[k]}, {expected.residuals[k]}, tolerance::recon_residual<T>()))
+        << "iteration " << k + 1;
   }
   const double psnr_hpipe = reference::psnr(to_doubles(x), truth), psnr_ref = reference::psnr(expected.x, truth);
   std::cout << "[ " << to_string(method) << (s.vectorial ? " vectorial" : "") << " "

@@ -1,8 +1,8 @@
 // Every accuracy bound the kernels are held to, stated once: the tests (tests/test_*.cpp) and the
-// tuner's verification (tools/tune/*_tune.cpp) both use these, as tolerance::<name>. Each follows the accuracy notes of
-// the op's public header (runtime/include/hpipe/*.h); a test may add the error of its own
-// reference. Plain numbers and functions of the problem size, so that another language's tests can
-// restate them from here.
+// tuner's verification (tools/tune/*_tune.cpp) both use these, as tolerance::<name>. Each follows
+// the accuracy notes of the op's public header (runtime/include/hpipe/*.h); a test may add the
+// error of its own reference. Plain numbers and functions of the problem size, so that another
+// language's tests can restate them from here.
 #pragma once
 
 #include <cmath>
