@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <string>
 #include <thread>
@@ -131,6 +132,22 @@ class RatioReporter : public benchmark::ConsoleReporter {
   double stream_ = 0, read_ = 0, cuda_copy_ = 0;
 };
 
+// "<model name> (family F, model M, AVX-512)" from /proc/cpuinfo: virtual machines often show only
+// the vendor's brand ("AMD EPYC"), and the family and model say which generation it is.
+std::string cpu_model() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, name = "unknown CPU", family, model;
+  bool avx512 = false;
+  auto value = [&] { return line.substr(line.find(':') + 2); };
+  while (std::getline(cpuinfo, line) && !line.empty()) {
+    if (line.rfind("model name", 0) == 0) name = value();
+    if (line.rfind("cpu family", 0) == 0) family = value();
+    if (line.rfind("model\t", 0) == 0) model = value();
+    if (line.rfind("flags", 0) == 0) avx512 = line.find(" avx512f") != std::string::npos;
+  }
+  return name + " (family " + family + ", model " + model + (avx512 ? ", AVX-512)" : ")");
+}
+
 }  // namespace
 
 namespace hpipe::bench {
@@ -155,6 +172,9 @@ int main(int argc, char **argv) {
     hpipe::bench::register_cuda_benchmarks();
   else
     std::fprintf(stderr, "CUDA benchmarks not registered: %s\n", hpipe::cuda_unavailable_reason().c_str());
+  // For scripts/bench_table.py, which writes README's table from the JSON output.
+  benchmark::AddCustomContext("cpu_model", cpu_model());
+  benchmark::AddCustomContext("hpipe_threads", std::to_string(hpipe::num_threads()));
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

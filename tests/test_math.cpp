@@ -2,11 +2,13 @@
 // values, ranks and strides, logsumexp against a scipy-like reference, and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <limits>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -312,6 +314,52 @@ TYPED_TEST(MathTyped, BadArguments) {
                      "overlaps input x");
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(rows_view, 0, View<T, 1>(rows.data() + 10, {200})), "hpipe::logsumexp", "out",
                      "overlaps input x");
+}
+
+// Issue #15: a view with an outer extent of 0 (or less) once processed one row, writing past
+// the end of y. Every extent must be at least 1; y stays untouched.
+TYPED_TEST(MathTyped, EmptyOrNegativeExtentsAreErrorsAndWriteNothing) {
+  using T = TypeParam;
+  auto x = random_array<T, 1>({5}, 17);
+  auto y = poisoned<T, 1>({5});
+  for (const std::int64_t rows : {std::int64_t(0), std::int64_t(-1)}) {
+    const View<const T, 2> xs(x.data(), {rows, 5});
+    const View<T, 2> ys(y.data(), {rows, 5});
+    for (const Fn fn : {Fn::exp, Fn::log, Fn::erf})
+      EXPECT_HPIPE_ERROR((apply<T, 2>(fn, xs, ys)), "x", "every dimension must be at least 1",
+                         rows == 0 ? "got shape (0, 5)" : "got shape (-1, 5)");
+    // Strided rows (the row-by-row path) too.
+    const View<const T, 2> strided(x.data(), {rows, 2}, {4, 2});
+    EXPECT_HPIPE_ERROR(hpipe::exp(strided, View<T, 2>(y.data(), {rows, 2}, {4, 2})), "every dimension must be at least 1");
+    auto out = poisoned<T, 1>({5});
+    EXPECT_HPIPE_ERROR(hpipe::logsumexp(xs, 0, out.view()), "hpipe::logsumexp", "x", "every dimension must be at least 1");
+    EXPECT_TRUE(std::all_of(out.data(), out.data() + 5, [](T v) { return std::isnan(v); }));
+  }
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(View<const T, 1>(x.data(), {0})), "every dimension must be at least 1");
+  EXPECT_TRUE(std::all_of(y.data(), y.data() + 5, [](T v) { return std::isnan(v); })) << "y was written";
+}
+
+// Issue #15: overlap was checked per kernel call, i.e. per 2^27-element piece and per row, so y
+// overlapping x in another piece or row passed and computed exp(exp(x)). Checked on whole views.
+TYPED_TEST(MathTyped, OverlapAcrossPiecesOrRowsIsAnError) {
+  using T = TypeParam;
+  // y = x + 2^27 over 2^28 elements: never touched when the check holds (uninitialised pages).
+  const std::int64_t piece = std::int64_t(1) << 27, n = 2 * piece;
+  const std::unique_ptr<T[]> big(new T[n + piece]);
+  EXPECT_HPIPE_ERROR(hpipe::exp(View<const T, 1>(big.get(), {n}), View<T, 1>(big.get() + piece, {n})), "hpipe::exp",
+                     "y", "overlaps input x");
+  // Strided rows (one call per row): y starting at x's second row.
+  auto buffer = random_array<T, 1>({64}, 18);
+  const auto before = to_doubles(buffer);
+  const View<const T, 2> x(buffer.data(), {4, 8}, {16, 1});
+  const View<T, 2> y(buffer.data() + 16, {3, 8}, {16, 1});
+  const View<const T, 2> x3(buffer.data(), {3, 8}, {16, 1});
+  EXPECT_HPIPE_ERROR(hpipe::log(x3, y), "hpipe::log", "y", "overlaps input x");
+  // logsumexp's copying paths (non-mergeable x, strided out, the transposed short rows).
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(x, 1, View<T, 1>(buffer.data() + 20, {4}, {2})), "hpipe::logsumexp", "out",
+                     "overlaps input x");
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(x, 0, View<T, 1>(buffer.data() + 40, {8}, {2})), "overlaps input x");
+  EXPECT_EQ(to_doubles(buffer), before) << "an input was modified";
 }
 
 // ---------------------------------------------------------------- logsumexp

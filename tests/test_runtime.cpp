@@ -1,7 +1,12 @@
 // The runtime API itself: views, arrays, masks, threads, device probing, knob strings.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <mutex>
+#include <set>
 #include <thread>
+
+#include "HalideRuntime.h"
 
 #include "schedules/knobs.h"
 #include "test_util.h"
@@ -57,6 +62,43 @@ TEST(Threads, SetAndReadBack) {
   set_num_threads(before);
   EXPECT_EQ(num_threads(), before);
   EXPECT_HPIPE_ERROR(set_num_threads(0), "set_num_threads", "threads: expected at least 1, got 0");
+}
+
+// The threads that ran a parallel loop's tasks, seen through Halide's per-task hook.
+std::mutex task_threads_mutex;
+std::set<std::thread::id> task_threads;
+extern "C" int record_task_thread(void *user_context, halide_task_t task, int index, std::uint8_t *closure) {
+  {
+    std::lock_guard<std::mutex> lock(task_threads_mutex);
+    task_threads.insert(std::this_thread::get_id());
+  }
+  return task(user_context, index, closure);
+}
+
+// Issue #15: once kernels had run on 2 threads, set_num_threads(1) no longer limited them (the
+// pool's worker kept taking tasks). Results are the same bits on any thread count.
+TEST(Threads, LoweringTheCountTakesEffectAfterKernelsRan) {
+  const int before = num_threads();
+  const auto x = random_array<double, 1>({1 << 21}, 3, -3.0, 3.0);
+  Array<double, 1> two({1 << 21}), one({1 << 21});
+  const halide_do_task_t default_do_task = halide_set_custom_do_task(record_task_thread);
+  set_num_threads(2);
+  hpipe::erf(x.view(), two.view(), {Device::cpu});  // the pool now has a worker
+  task_threads.clear();
+  set_num_threads(1);
+  for (int i = 0; i < 5; i++) hpipe::erf(x.view(), one.view(), {Device::cpu});
+  EXPECT_EQ(task_threads, std::set<std::thread::id>{std::this_thread::get_id()});
+  EXPECT_EQ(0, std::memcmp(one.data(), two.data(), sizeof(double) * one.size()));
+  // From 4 (three workers) down to 2.
+  set_num_threads(4);
+  hpipe::erf(x.view(), one.view(), {Device::cpu});
+  task_threads.clear();
+  set_num_threads(2);
+  for (int i = 0; i < 5; i++) hpipe::erf(x.view(), one.view(), {Device::cpu});
+  EXPECT_LE(task_threads.size(), 2u);
+  EXPECT_EQ(0, std::memcmp(one.data(), two.data(), sizeof(double) * one.size()));
+  halide_set_custom_do_task(default_do_task);
+  set_num_threads(before);
 }
 
 TEST(Device, ProbeNeverAbortsAndExplainsItself) {

@@ -31,6 +31,37 @@ constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
 }  // namespace
 
+void fail(const std::string &op, const std::string &arg, const std::string &message) {
+  throw Error("hpipe::" + op + ": " + arg + ": " + message);
+}
+
+Footprint footprint(const void *data, int element_bytes, int rank, const std::int64_t *shape,
+                    const std::int64_t *strides, Memory memory) {
+  // In 128 bits: any int64 extents and strides, without overflow.
+  __int128 lo = 0, hi = 0;
+  for (int d = 0; d < rank; d++) {
+    const __int128 span = __int128(shape[d] - 1) * strides[d];
+    lo += std::min<__int128>(0, span);
+    hi += std::max<__int128>(0, span);
+  }
+  const __int128 base = reinterpret_cast<std::uintptr_t>(data), top = std::numeric_limits<std::uintptr_t>::max();
+  const auto clamp = [&](__int128 v) { return static_cast<std::uintptr_t>(std::clamp<__int128>(v, 0, top)); };
+  return {clamp(base + lo * element_bytes), clamp(base + (hi + 1) * element_bytes), memory};
+}
+
+void check_extents(const std::string &op, const std::string &name, int rank, const std::int64_t *shape) {
+  for (int d = 0; d < rank; d++)
+    if (shape[d] < 1)
+      fail(op, name, "every dimension must be at least 1, got shape " +
+                         shape_string(std::vector<std::int64_t>(shape, shape + rank)));
+}
+
+void fail_overlap(const std::string &op, const std::string &out_name, bool other_is_output,
+                  const std::string &other_name) {
+  fail(op, out_name, std::string("overlaps ") + (other_is_output ? "output " : "input ") + other_name +
+                         "; outputs must not share memory with other arguments");
+}
+
 struct Call::Buffer {
   std::string name;
   bool is_output = false;
@@ -42,20 +73,9 @@ struct Call::Buffer {
   Halide::Runtime::Buffer<void> dense;   // dense host copy, when the innermost stride is not 1
   bool on_device = false;                // kernel buffer may hold a device allocation or wrap
   bool released = false;
+  Footprint bytes;
 
   halide_buffer_t *kernel_buffer() { return dense.data() ? dense.raw_buffer() : caller.raw_buffer(); }
-
-  // [first, last) bytes the view can touch.
-  std::pair<std::uintptr_t, std::uintptr_t> byte_range() const {
-    std::int64_t lo = 0, hi = 0;
-    for (const auto &d : dims) {
-      const std::int64_t span = std::int64_t(d.extent - 1) * d.stride;
-      lo += std::min<std::int64_t>(0, span);
-      hi += std::max<std::int64_t>(0, span);
-    }
-    const auto base = reinterpret_cast<std::uintptr_t>(data);
-    return {base + lo * type.bytes(), base + (hi + 1) * type.bytes()};
-  }
 };
 
 Call::Call(std::string op, const Options &options) : op_(std::move(op)), options_(options) {
@@ -72,15 +92,11 @@ Call::~Call() {
   }
 }
 
-void fail(const std::string &op, const std::string &arg, const std::string &message) {
-  throw Error("hpipe::" + op + ": " + arg + ": " + message);
-}
-
 void Call::fail(const std::string &name, const std::string &message) const { detail::fail(op_, name, message); }
 
 Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *data, int rank,
                     const std::int64_t *shape, const std::int64_t *strides, Memory memory) {
-  std::vector<std::int64_t> extents(shape, shape + rank);
+  check_extents(op_, name, rank, shape);
   Buffer b;
   b.name = name;
   b.is_output = is_output;
@@ -90,18 +106,16 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
   std::int64_t elements = 1;
   for (int i = 0; i < rank; i++) {
     const int d = rank - 1 - i;  // NumPy dimension d is Halide dimension i
-    if (shape[d] < 1)
-      fail(name, "every dimension must be at least 1, got shape " + shape_string(extents));
-    if (shape[d] > kInt32Max || std::abs(strides[d]) > kInt32Max)
+    if (shape[d] > kInt32Max || strides[d] > kInt32Max || strides[d] < -kInt32Max)
       fail(name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride");
-    elements *= shape[d];
+    elements = std::min(elements * shape[d], kInt32Max + 1);  // both <= 2^31: no overflow
     // The stride of a dimension of extent 1 is never used; 1 keeps the innermost one dense.
     const std::int64_t stride = shape[d] == 1 ? 1 : strides[d];
     b.dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0});
   }
   if (data == nullptr) fail(name, "data pointer is null");
-  const auto range = b.byte_range();
-  if (range.second - range.first > std::uintptr_t(kInt32Max) || elements * type.bytes() > kInt32Max)
+  b.bytes = footprint(data, type.bytes(), rank, shape, strides, memory);
+  if (b.bytes.last - b.bytes.first > std::uintptr_t(kInt32Max) || elements * type.bytes() > kInt32Max)
     fail(name, "spans more than 2 GiB; split the work into smaller calls");
   buffers_.push_back(std::move(b));
   return Arg{static_cast<int>(buffers_.size()) - 1};
@@ -134,14 +148,8 @@ void Call::prepare() {
   // Outputs must not overlap any other argument in the same memory space.
   for (const auto &out : buffers_) {
     if (!out.is_output) continue;
-    const auto r = out.byte_range();
-    for (const auto &other : buffers_) {
-      if (&other == &out || other.memory != out.memory) continue;
-      const auto q = other.byte_range();
-      if (r.first < q.second && q.first < r.second)
-        fail(out.name, std::string("overlaps ") + (other.is_output ? "output " : "input ") + other.name +
-                           "; outputs must not share memory with other arguments");
-    }
+    for (const auto &other : buffers_)
+      if (&other != &out && out.bytes.overlaps(other.bytes)) fail_overlap(op_, out.name, other.is_output, other.name);
   }
 
   // Halide buffers.

@@ -50,6 +50,40 @@ std::string shape_string(const Extents &shape) {
   return out.str();
 }
 
+// The bytes [first, last) a view can touch, and in which memory space.
+struct Footprint {
+  std::uintptr_t first = 0, last = 0;
+  Memory memory = Memory::host;
+  bool overlaps(const Footprint &other) const {
+    return memory == other.memory && first < other.last && other.first < last;
+  }
+};
+// Of a view of `rank` dimensions (NumPy order, strides in elements) whose extents are all >= 1.
+Footprint footprint(const void *data, int element_bytes, int rank, const std::int64_t *shape,
+                    const std::int64_t *strides, Memory memory);
+template <class T, int R>
+Footprint footprint(const View<T, R> &v) {
+  return footprint(v.data(), sizeof(T), R, v.shape().data(), v.strides().data(), v.memory());
+}
+
+// Throws "hpipe::<op>: <name>: every dimension must be at least 1, got shape (...)" unless it is so.
+void check_extents(const std::string &op, const std::string &name, int rank, const std::int64_t *shape);
+template <class T, int R>
+void check_extents(const std::string &op, const std::string &name, const View<T, R> &v) {
+  check_extents(op, name, R, v.shape().data());
+}
+
+// Throws "hpipe::<op>: <out_name>: overlaps input <in_name>; ..." as Call does for the buffers of
+// one kernel call. Ops that split views into several calls, or copy them first, check the whole
+// views with this before they do.
+[[noreturn]] void fail_overlap(const std::string &op, const std::string &out_name, bool other_is_output,
+                               const std::string &other_name);
+template <class O, int RO, class I, int RI>
+void check_disjoint(const std::string &op, const std::string &out_name, const View<O, RO> &out,
+                    const std::string &in_name, const View<I, RI> &in) {
+  if (footprint(out).overlaps(footprint(in))) fail_overlap(op, out_name, false, in_name);
+}
+
 class Call {
  public:
   // A handle to a described buffer argument, resolved to a halide_buffer_t* by run().

@@ -76,10 +76,12 @@ void run_elementwise_1d(const char *op, const K &kernel, View<const T, 1> x, Vie
 
 template <class T, int N, class K>
 void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N> y, const Options &options) {
+  detail::check_extents(op, "x", x);
   if (x.shape() != y.shape())
-    throw Error(std::string("hpipe::") + op + ": y: expected shape " + shape_string(x.shape()) +
-                " (the shape of x), got " + shape_string(y.shape()));
-  if (dense(x) && dense(y) && x.size() > 0) {
+    fail(op, "y", "expected shape " + shape_string(x.shape()) + " (the shape of x), got " + shape_string(y.shape()));
+  // On the whole views: each call below sees only a piece or a row of them.
+  detail::check_disjoint(op, "y", y, "x", x);
+  if (dense(x) && dense(y)) {
     for (std::int64_t first = 0; first < x.size(); first += kPieceElements) {
       const std::int64_t n = std::min(kPieceElements, x.size() - first);
       run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data() + first, {n}, x.memory()),
@@ -88,18 +90,12 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
     return;
   }
   // Any other layout: one call per innermost row (a strided row is copied densely by Call).
-  std::array<std::int64_t, N> index{};
-  const std::int64_t rows = x.size() / std::max<std::int64_t>(1, x.shape(N - 1));
-  for (std::int64_t r = 0; r < std::max<std::int64_t>(rows, 1); r++) {
-    std::int64_t xo = 0, yo = 0;
-    for (int d = 0; d < N - 1; d++) xo += index[d] * x.stride(d), yo += index[d] * y.stride(d);
+  const auto outer = [](const auto &extents) { return detail::first_dims<N - 1>(extents); };
+  for_each_index(outer(x.shape()), [&](const auto &row) {
+    const std::int64_t xo = offset_of(row, outer(x.strides())), yo = offset_of(row, outer(y.strides()));
     run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data() + xo, {x.shape(N - 1)}, {x.stride(N - 1)}, x.memory()),
                           View<T, 1>(y.data() + yo, {y.shape(N - 1)}, {y.stride(N - 1)}, y.memory()), options);
-    for (int d = N - 2; d >= 0; d--) {
-      if (++index[d] < x.shape(d)) break;
-      index[d] = 0;
-    }
-  }
+  });
 }
 
 // A dense C-order copy of a host view.
@@ -188,10 +184,13 @@ template <class T, int N>
 void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Options &options) {
   const char *op = "logsumexp";
   axis = normalized_axis<T, N>(op, axis);
+  detail::check_extents(op, "x", x);
   const auto expected = without_axis<T, N>(x.shape(), axis);
   if (out.shape() != expected)
     fail(op, "out", "expected shape " + shape_string(expected) + " (x of shape " + shape_string(x.shape()) +
                         " without axis " + std::to_string(axis) + "), got " + shape_string(out.shape()));
+  // On the whole views: the paths below may copy x or out, or cut x into calls.
+  detail::check_disjoint(op, "out", out, "x", x);
   const Merged xo = merge(x, 0, axis), xi = merge(x, axis + 1, N);
   const Merged oo = merge(out, 0, axis), oi = merge(out, axis, N - 1);
   if (!xo.ok || !xi.ok) {

@@ -33,4 +33,13 @@ std::int64_t offset_of(const std::array<std::int64_t, N> &index, const std::arra
   return offset;
 }
 
+// The first M of N extents (or strides): the outer dimensions.
+template <std::size_t M, std::size_t N>
+std::array<std::int64_t, M> first_dims(const std::array<std::int64_t, N> &a) {
+  static_assert(M <= N, "at most all of the dimensions");
+  std::array<std::int64_t, M> first{};
+  for (std::size_t d = 0; d < M; d++) first[d] = a[d];
+  return first;
+}
+
 }  // namespace hpipe::detail

@@ -193,6 +193,9 @@ Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, cons
   check_host(call, "y", y);
   check_host(call, "mask", mask.view());
   check_host(call, "x", x);
+  // x is written only by the last iteration's kernel: check it against the inputs before any work.
+  detail::check_disjoint(op, "x", x, "y", y);
+  detail::check_disjoint(op, "x", x, "mask", mask.view());
   if (p.iterations < 0) call.fail("iterations", "expected at least 0, got " + std::to_string(p.iterations));
   check_dispersion(call, p.dispersion);
   const Shape3 meas = cassi_measurement_shape(x.shape(), p.dispersion);

@@ -25,7 +25,8 @@ bool cuda_available();
 // Why cuda_available() is false ("" when it is true).
 std::string cuda_unavailable_reason();
 
-// Worker threads of the CPU kernels (default: the number of cores, or HL_NUM_THREADS).
+// Worker threads of the CPU kernels (default: the number of cores, or HL_NUM_THREADS). A new
+// count applies to every kernel call that starts after it is set, raised or lowered at any time.
 void set_num_threads(int threads);
 int num_threads();
 
