@@ -71,7 +71,7 @@ TEST(ReconTv, ConstantImageIsAFixedPoint) {
   Array<float, 4> x({1, 2, 9, 12});
   for (std::int64_t i = 0; i < x.size(); i++) x.data()[i] = 0.375f;
   const auto out = tv_denoise(x.view(), TvParams{0.5, 9}, {Device::cpu});
-  EXPECT_TRUE(all_near(to_doubles(out), to_doubles(x), {0, 0}));
+  EXPECT_TRUE(all_near(to_doubles(out), to_doubles(x), tolerance::kExact));
 }
 
 // ---- GAP-TV and ADMM-TV ----
@@ -205,7 +205,7 @@ TEST(ReconGeometry, BatchPerBandMaskAlongHeight) {
     const auto x = reconstruct(method, y.view(), Mask<double>(mask.view()), p.C, params, {}, {Device::cpu});
     const auto expected = method == ReconMethod::gap_tv ? reference::gap_tv(p, to_doubles(y), to_doubles(mask), s)
                                                         : reference::admm_tv(p, to_doubles(y), to_doubles(mask), s);
-    EXPECT_TRUE(all_near(to_doubles(x), expected.x, {1e-12, 1e-12}));
+    EXPECT_TRUE(all_near(to_doubles(x), expected.x, tolerance::kReconFloat64));
   }
 }
 
@@ -217,7 +217,7 @@ TEST(ReconGeometry, ZeroIterationsReturnTheAdjoint) {
   params.iterations = 0;
   const auto x = reconstruct(ReconMethod::admm_tv, y.view(), scene.mask.view(), 8, params, {}, {Device::cpu});
   const auto adjoint = cassi_adjoint(y.view(), scene.mask.view(), 8, {2, Axis::width}, {Device::cpu});
-  EXPECT_TRUE(all_near(to_doubles(x), to_doubles(adjoint), {0, 0}));
+  EXPECT_TRUE(all_near(to_doubles(x), to_doubles(adjoint), tolerance::kExact));
 }
 
 // ---- PSNR and SSIM ----

@@ -137,6 +137,8 @@ template <class T>
 Tolerance recon_residual() {
   return {0, std::is_same_v<T, float> ? 1e-5 : 1e-12};
 }
+// A float64 reconstruction (a few iterations) against the double reference, element by element.
+constexpr Tolerance kReconFloat64{1e-12, 1e-12};
 // PSNR of a float32 reconstruction against the double reference's (the bound; measured
 // < 1e-7 dB).
 constexpr double kReconPsnrAgreementDb = 0.05;
