@@ -1,7 +1,10 @@
 // CASSI operators against the double-precision reference, identities, and bad input.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <cstring>
+#include <limits>
 #include <iostream>
 #include <numeric>
 #include <sstream>
@@ -248,6 +251,42 @@ TEST(CassiErrors, BadArgumentsNameTheArgument) {
   EXPECT_HPIPE_ERROR(cassi_pinv(in.y.view(), in.mask(), 40, d, cpu), "too small for 40 bands");
   // Nothing was written by a rejected call.
   for (std::int64_t i = 0; i < y.size(); i++) ASSERT_TRUE(std::isnan(y.data()[i]));
+}
+
+// Issue #15: shape arithmetic overflowed (2^62 bands gave a cube 12 wide), and the allocating
+// forms allocated (and zeroed) before the checks: step 2^24 with 129 bands took 8.4 GB before the
+// size error, step INT_MIN threw std::bad_alloc.
+long max_resident_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+TEST(CassiErrors, ShapeOverflowAndOversizedOutputsFailBeforeAllocating) {
+  const std::int64_t huge = std::int64_t(1) << 62;
+  EXPECT_HPIPE_ERROR(cassi_cube_shape({1, 8, 8}, huge, Dispersion{4}), "hpipe::cassi_cube_shape", "bands",
+                     "past 2^63 pixels");
+  EXPECT_HPIPE_ERROR(cassi_cube_shape({1, 8, 8}, huge, Dispersion{1}), "hpipe::cassi_cube_shape", "measurement",
+                     "shape (1, 8, 8) is too small for 4611686018427387904 bands");
+  EXPECT_HPIPE_ERROR(cassi_measurement_shape({1, huge, 4, 4}, Dispersion{2}), "hpipe::cassi_measurement_shape", "cube");
+  EXPECT_HPIPE_ERROR(cassi_measurement_shape({1, 3, 4, std::numeric_limits<std::int64_t>::max() - 1}, Dispersion{2}),
+                     "hpipe::cassi_measurement_shape", "wider than 2^63");
+
+  auto x = random_array<float, 4>({1, 129, 1, 1}, 40);
+  auto mask = random_array<float, 2>({1, 1}, 41);
+  const long before = max_resident_kib();
+  EXPECT_HPIPE_ERROR(cassi_forward(x.view(), mask.view(), Dispersion{1 << 24}, {Device::cpu}), "hpipe::cassi_forward",
+                     "y", "exceeds 2^31");
+  EXPECT_HPIPE_ERROR(cassi_forward(x.view(), mask.view(), Dispersion{std::numeric_limits<int>::min()}, {Device::cpu}),
+                     "hpipe::cassi_forward", "dispersion", "|step| must be at most 2^24");
+  auto y = random_array<float, 3>({1, 1, 1 << 20}, 42);
+  EXPECT_HPIPE_ERROR(cassi_adjoint(y.view(), mask.view(), 1 << 12, Dispersion{1}, {Device::cpu}), "hpipe::cassi_adjoint",
+                     "x", "spans more than 2 GiB");
+  EXPECT_HPIPE_ERROR(cassi_pinv(y.view(), mask.view(), huge, Dispersion{4}, {Device::cpu}), "hpipe::cassi_pinv", "bands",
+                     "past 2^63 pixels");
+  EXPECT_HPIPE_ERROR(cassi_pinv(y.view(), mask.view(), 1 << 20, Dispersion{2}, {Device::cpu}), "hpipe::cassi_pinv", "y",
+                     "is too small for 1048576 bands");
+  EXPECT_LT(max_resident_kib() - before, 256 * 1024) << "an output was allocated before the checks";
 }
 
 TEST(CassiErrors, CudaRequestWithoutGpu) {

@@ -50,7 +50,7 @@ void run_cube_to_measurement(const char *op, const K &kernel, View<const T, 4> x
   Call call(op, options);
   check_dispersion(call, d);
   const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
-  check_shape(call, "y", y, cassi_measurement_shape(x.shape(), d), of_cube(x.shape(), d));
+  check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d), of_cube(x.shape(), d));
   auto xa = call.input("x", x);
   auto ma = call.input("mask", m);
   auto ya = call.output("y", y);
@@ -64,7 +64,7 @@ void run_measurement_to_cube(const char *op, const K &kernel, View<const T, 3> y
   Call call(op, options);
   check_dispersion(call, d);
   const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
-  check_shape(call, "y", y, cassi_measurement_shape(x.shape(), d), of_cube(x.shape(), d) + " (the output x)");
+  check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d), of_cube(x.shape(), d) + " (the output x)");
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
   auto xa = call.output("x", x);
@@ -77,7 +77,7 @@ void shift_impl(const char *op, View<const T, 4> in, Dispersion d, View<T, 4> ou
   Call call(op, options);
   check_dispersion(call, d);
   const Shape4 &cube = back ? out.shape() : in.shape();
-  const Shape3 meas = cassi_measurement_shape(cube, d);
+  const Shape3 meas = detail::measurement_of(call.op(), back ? "x" : "shifted", cube, d);
   const Shape4 shifted{cube[0], cube[1], meas[1], meas[2]};
   check_shape(call, back ? "shifted" : "x", in, back ? shifted : cube,
               back ? of_cube(cube, d) + " (the output x)" : std::string());
@@ -100,7 +100,7 @@ void phi_impl(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> 
   const auto m = bind_mask(call, mask, mask.per_band() ? mv.shape(0) : bands, mv.shape(1), mv.shape(2));
   if (mask.per_band() && mv.shape(0) != bands)
     call.fail("mask", "has " + std::to_string(mv.shape(0)) + " bands but bands = " + std::to_string(bands));
-  const Shape3 meas = cassi_measurement_shape({1, bands, mv.shape(1), mv.shape(2)}, d);
+  const Shape3 meas = detail::measurement_of(call.op(), "bands", {1, bands, mv.shape(1), mv.shape(2)}, d);
   check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]},
               " (H', W') for a mask of " + std::to_string(mv.shape(1)) + " x " + std::to_string(mv.shape(2)) +
                   ", " + std::to_string(bands) + " bands, " + describe(d));
@@ -119,22 +119,53 @@ Array<T, 4> allocate_cube(const char *op, const K &kernel, View<const T, 3> y, c
 
 template <class T>
 Array<T, 3> allocate_measurement(View<const T, 4> x, const Mask<T> &mask, Dispersion d, const Options &options) {
-  Array<T, 3> y(cassi_measurement_shape(x.shape(), d));
+  Array<T, 3> y(detail::measurement_to_allocate("cassi_forward", x, d));
   run_cube_to_measurement<T>("cassi_forward", CassiKernels<T>::forward, x, mask, d, y.view(), options);
   return y;
 }
 
 }  // namespace
 
+namespace detail {
+
+namespace {
+// (bands - 1) |step|, or an error naming `name` when it does not fit in 64 bits.
+std::int64_t spread_of(const std::string &op, const char *name, std::int64_t bands, Dispersion d) {
+  std::int64_t spread = 0;
+  if (__builtin_mul_overflow(bands - 1, std::abs(static_cast<std::int64_t>(d.step)), &spread))
+    fail(op, name, std::to_string(bands) + " bands with " + describe(d) + " displace the last band past 2^63 pixels");
+  return spread;
+}
+}  // namespace
+
+Shape3 measurement_of(const std::string &op, const char *name, const Shape4 &cube, Dispersion d) {
+  const std::int64_t spread = spread_of(op, name, cube[1], d);
+  Shape3 meas{cube[0], cube[2], cube[3]};
+  std::int64_t &grown = meas[d.axis == Axis::height ? 1 : 2];
+  if (__builtin_add_overflow(grown, spread, &grown))
+    fail(op, name, "the measurement of a cube of shape " + shape_string(cube) + " with " + describe(d) +
+                       " would be wider than 2^63 pixels");
+  return meas;
+}
+
+Shape4 cube_of(const std::string &op, const char *name, const Shape3 &measurement, std::int64_t bands, Dispersion d) {
+  const std::int64_t spread = spread_of(op, "bands", bands, d);
+  Shape4 cube{measurement[0], bands, measurement[1], measurement[2]};
+  std::int64_t &shrunk = cube[d.axis == Axis::height ? 2 : 3];
+  if (__builtin_sub_overflow(shrunk, spread, &shrunk) || shrunk < 1)
+    fail(op, name, "shape " + shape_string(measurement) + " is too small for " + std::to_string(bands) +
+                       " bands with " + describe(d));
+  return cube;
+}
+
+}  // namespace detail
+
 Shape3 cassi_measurement_shape(const Shape4 &cube, Dispersion d) {
-  const std::int64_t spread = (cube[1] - 1) * std::abs(static_cast<std::int64_t>(d.step));
-  return {cube[0], cube[2] + (d.axis == Axis::height ? spread : 0), cube[3] + (d.axis == Axis::width ? spread : 0)};
+  return detail::measurement_of("cassi_measurement_shape", "cube", cube, d);
 }
 
 Shape4 cassi_cube_shape(const Shape3 &measurement, std::int64_t bands, Dispersion d) {
-  const std::int64_t spread = (bands - 1) * std::abs(static_cast<std::int64_t>(d.step));
-  return {measurement[0], bands, measurement[1] - (d.axis == Axis::height ? spread : 0),
-          measurement[2] - (d.axis == Axis::width ? spread : 0)};
+  return detail::cube_of("cassi_cube_shape", "measurement", measurement, bands, d);
 }
 
 // The public overloads: float32 and float64 of each op.

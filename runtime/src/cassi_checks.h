@@ -23,11 +23,31 @@ inline std::string of_cube(const std::array<std::int64_t, 4> &cube, Dispersion d
   return " for a cube of shape " + shape_string(cube) + " with " + describe(d);
 }
 
-inline void check_dispersion(const Call &call, Dispersion d) {
+inline void check_dispersion(const std::string &op, Dispersion d) {
   if (d.axis != Axis::width && d.axis != Axis::height)
-    call.fail("dispersion", "axis must be Axis::width or Axis::height, got " + std::to_string(int(d.axis)));
+    fail(op, "dispersion", "axis must be Axis::width or Axis::height, got " + std::to_string(int(d.axis)));
   if (std::abs(static_cast<std::int64_t>(d.step)) > (1 << 24))
-    call.fail("dispersion", "|step| must be at most 2^24 pixels, got " + std::to_string(d.step));
+    fail(op, "dispersion", "|step| must be at most 2^24 pixels, got " + std::to_string(d.step));
+}
+inline void check_dispersion(const Call &call, Dispersion d) { check_dispersion(call.op(), d); }
+
+// The measurement (B, H', W') of a (B, C, H, W) cube, and the cube of `bands` bands behind a
+// measurement, in checked arithmetic: hpipe::Error from `op` naming `name` (the input shape) or the
+// bands when the result would overflow, or when the measurement is too small for the bands.
+std::array<std::int64_t, 3> measurement_of(const std::string &op, const char *name,
+                                           const std::array<std::int64_t, 4> &cube, Dispersion d);
+std::array<std::int64_t, 4> cube_of(const std::string &op, const char *name,
+                                    const std::array<std::int64_t, 3> &measurement, std::int64_t bands, Dispersion d);
+
+// The measurement shape of cube x, for the output an op allocates: the dispersion, x's extents and
+// the kernel's buffer limits are checked first, so that a call that would fail allocates nothing.
+template <class T>
+std::array<std::int64_t, 3> measurement_to_allocate(const std::string &op, const View<const T, 4> &x, Dispersion d) {
+  check_dispersion(op, d);
+  check_extents(op, "x", x);
+  const auto shape = measurement_of(op, "x", x.shape(), d);
+  check_kernel_buffer<T>(op, "y", shape);
+  return shape;
 }
 
 template <class Shape, class V>
@@ -40,14 +60,16 @@ inline void check_bands(const std::string &op, std::int64_t bands) {
   if (bands < 1) fail(op, "bands", "expected at least 1, got " + std::to_string(bands));
 }
 
-// The (B, C, H, W) cube of `bands` bands behind measurement y, for the allocating forms.
-template <class V>
-std::array<std::int64_t, 4> cube_behind(const std::string &op, const V &y, std::int64_t bands, Dispersion d) {
+// The (B, C, H, W) cube of `bands` bands behind measurement y, for the output an op allocates:
+// checked like measurement_to_allocate.
+template <class T>
+std::array<std::int64_t, 4> cube_behind(const std::string &op, const View<const T, 3> &y, std::int64_t bands,
+                                        Dispersion d) {
+  check_dispersion(op, d);
   check_bands(op, bands);
-  const std::array<std::int64_t, 4> cube = cassi_cube_shape(y.shape(), bands, d);
-  if (cube[2] < 1 || cube[3] < 1)
-    fail(op, "y", "shape " + shape_string(y.shape()) + " is too small for " + std::to_string(bands) + " bands with " +
-                      describe(d));
+  check_extents(op, "y", y);
+  const std::array<std::int64_t, 4> cube = cube_of(op, "y", y.shape(), bands, d);
+  check_kernel_buffer<T>(op, "x", cube);
   return cube;
 }
 

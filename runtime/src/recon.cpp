@@ -122,7 +122,7 @@ View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &
                             const Mask<T> &mask, View<const T, 2> phi, const ReconParams &p) {
   const Dispersion d = p.dispersion;
   check_dispersion(call, d);
-  const Shape3 meas = cassi_measurement_shape(cube, d);
+  const Shape3 meas = detail::measurement_of(call.op(), "x", cube, d);
   check_shape(call, "y", y, meas, detail::of_cube(cube, d));
   check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, " (H', W') of y");
   if (!std::isfinite(p.lambda)) call.fail("lambda", "expected a finite value, got " + std::to_string(p.lambda));
@@ -198,7 +198,8 @@ Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, cons
   detail::check_disjoint(op, "x", x, "mask", mask.view());
   if (p.iterations < 0) call.fail("iterations", "expected at least 0, got " + std::to_string(p.iterations));
   check_dispersion(call, p.dispersion);
-  const Shape3 meas = cassi_measurement_shape(x.shape(), p.dispersion);
+  detail::check_extents(op, "x", x);
+  const Shape3 meas = detail::measurement_of(op, "x", x.shape(), p.dispersion);
   Array<T, 2> phi(std::array<std::int64_t, 2>{meas[1], meas[2]});
   check_step<T>(call, method, x.shape(), y, mask, std::as_const(phi).view(), p);
   cassi_phi(mask, x.shape(1), p.dispersion, phi.view(), options);
