@@ -47,15 +47,19 @@ template <class T>
 int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams &params, std::vector<Source> &&inputs,
         std::vector<Source> &&mask_sources, std::vector<Source> &&truth_sources) {
   const std::string out = ctx.output_path();
-  const MaskData<T> m = read_mask<T>(ctx, r, std::move(mask_sources));
-  const Mask<T> mask = m.mask();
-  const Stack<T> in = ctx.stack<T>(std::move(inputs));
+  MaskData<T> m = read_mask<T>(ctx, r, std::move(mask_sources));
+  Stack<T> in = ctx.stack<T>(std::move(inputs));
   const std::string in_name = in.files.size() == 1 ? in.files[0] : ctx.positional[1];
   const Shape &s = in.shape;
   if (s.size() < 2 || s.size() > 3)
     throw Failure(in_name + ": shape " + shape_string(s) + " is not a measurement (H', W') or a batch (B, H', W')");
   const Shape3 meas = s.size() == 3 ? Shape3{s[0], s[1], s[2]} : Shape3{1, s[0], s[1]};
+  recover_preshifted_mask(ctx, r, m, r.along_x() ? meas[2] : meas[1]);
+  const Mask<T> mask = m.mask();
   const std::int64_t c = band_count(r, m, meas[1], meas[2], in_name);
+  const auto factor = static_cast<T>(1 / measurement_factor(r, c));
+  if (factor != 1)
+    for (T &v : in.data) v *= factor;
   const Shape4 cube = cassi_cube_shape(meas, c, r.d);
   const Shape x_shape = s.size() == 3 ? Shape{cube[0], cube[1], cube[2], cube[3]} : Shape{cube[1], cube[2], cube[3]};
   std::optional<Stack<T>> truth;

@@ -10,7 +10,8 @@ const std::vector<Option> kCassiModel = {
     {"--mask", nullptr, "STACK", "the coded mask (required)"},
     {"--step", nullptr, "S", "displacement between neighbouring bands in pixels, any sign (default 2)"},
     {"--axis", nullptr, "x|y", "dispersion along x (width, default) or y (height)"},
-    {"--bands", nullptr, "C", "band count of the cube (default: from a per-band mask or the widths)"}};
+    {"--bands", nullptr, "C", "band count of the cube (default: from a per-band mask or the widths)"},
+    {"--tsa-norm", nullptr, nullptr, "the measurement is y / C * 2, as TSA-Net/MST code normalises it (see docs/cli.md)"}};
 
 std::vector<Option> joined(std::vector<Option> a, const std::vector<Option> &b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -54,7 +55,8 @@ const std::vector<Command> &commands() {
        "  pinv         measurement -> bands, A^T(y / Phi): A(pinv(y)) = y\n"
        "  pinv-alpha   measurement -> bands, the column-count inverse\n"
        "  phi          -> Phi (H', W') = sum over bands of the shifted mask squared (no STACK)\n"
-       "The mask is (H, W) shared by all bands, or (C, H, W) one per band (a stack). For the inverses the\n"
+       "The mask is (H, W) shared by all bands, or (C, H, W) one per band (a stack), or pre-shifted as the\n"
+       "published code's mask_3d_shift (C, H, W') (read from (H, W', C) .mat files). For the inverses the\n"
        "band count comes from --bands, a per-band mask, or the measurement and mask widths.",
        "hpipe cassi forward scene/ --mask mask.png --step 2 -o y.png --scale auto",
        kCassiModel,

@@ -32,7 +32,7 @@ void quiet_matio() {
 }
 
 std::string matio_reason() {
-  const std::string m = last_matio_message();
+  const std::string m = last_matio_message().substr(0, last_matio_message().find('\n'));  // one line
   return m.empty() ? "" : " (matio: " + m + ")";
 }
 
@@ -139,8 +139,9 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
   auto listing = [&] {
     std::string s;
     for (const std::string &v : all) s += (s.empty() ? "" : ", ") + v;
-    return s.empty() ? std::string("none") : s;
+    return s;
   };
+  if (all.empty()) throw Failure(path + ": holds no variables (empty, or truncated or corrupt)" + matio_reason());
   if (!variable.empty() && !chosen)
     throw Failure(path + ": has no variable '" + variable + "'; it holds: " + listing() + matio_reason());
   if (variable.empty() && numeric.size() != 1)
