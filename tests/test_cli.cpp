@@ -681,7 +681,7 @@ TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {
   fails({"synth", "-o", "s.npy", "--device", "tpu"}, 2, {"--device", "'tpu'"});
   fails({"synth", "-o", "s.npy", "--threads", "-1"}, 2, {"--threads"});
   const Result all = ok({"--help"});
-  for (const char *c : {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon", "map", "logsumexp"}) {
+  for (const char *c : {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon", "map", "logsumexp", "preview"}) {
     SCOPED_TRACE(c);
     EXPECT_NE(all.out.find(std::string("  ") + c), std::string::npos);
     const Result r = ok({c, "--help"});

@@ -3,12 +3,15 @@
 // with the Python tools themselves (scipy.io, h5py, tifffile, NumPy), run from here.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "cli_test.h"
 #include "io_npy.h"
+#include "io_png.h"
+#include "preview.h"
 
 namespace hpipe::test {
 namespace {
@@ -212,6 +215,110 @@ TEST_F(Formats, BadFilesFailCleanly) {
     fails({"convert", spec, "-o", "out.npy"}, 1, parts);
     fails({"info", spec}, 1, parts);
   }
+}
+
+// ---- pictures ----
+
+// The CMF fit against the CIE 1931 2-degree table (CIE 015:2018, 5 nm steps).
+TEST(Preview, ColourMatchingFunctionsFollowTheCieTable) {
+  const double table[][4] = {{450, 0.33620, 0.03800, 1.77211}, {500, 0.00490, 0.32300, 0.27200},
+                             {550, 0.43345, 0.99495, 0.00875}, {600, 1.06220, 0.63100, 0.00080},
+                             {650, 0.28350, 0.10700, 0.00002}};
+  for (const auto &row : table) {
+    double x, y, z;
+    cli::cie1931(row[0], x, y, z);
+    SCOPED_TRACE(row[0]);
+    // Wyman et al.'s multi-lobe fit: within 0.01 of the table (0.0095 at worst, z at 450 nm: 0.5%).
+    EXPECT_NEAR(x, row[1], 0.01);
+    EXPECT_NEAR(y, row[2], 0.01);
+    EXPECT_NEAR(z, row[3], 0.01);
+  }
+}
+
+// The sRGB encoding of a linear value, from IEC 61966-2-1 written out here.
+int srgb8(double v) { return int(std::lround(255 * (v <= 0.0031308 ? 12.92 * v : 1.055 * std::pow(v, 1 / 2.4) - 0.055))); }
+
+TEST_F(Cli, PreviewRendersFlatSpectraGreyAndNarrowBandsInTheirHue) {
+  const std::int64_t C = 28, H = 6, W = 5;
+  // Columns of flat spectra at 0, 0.2, 0.5, 1 and 2 (clipped); rows alike.
+  std::vector<float> flat(std::size_t(C * H * W));
+  const float levels[] = {0, 0.2f, 0.5f, 1, 2};
+  for (std::int64_t c = 0; c < C; c++)
+    for (std::int64_t i = 0; i < H * W; i++) flat[std::size_t(c * H * W + i)] = levels[i % W];
+  cli::write_npy(path("flat.npy"), raw({C, H, W}, flat, DType::f32));
+  ok({"preview", "flat.npy", "-o", "flat.png"});
+  const RawArray rgb = cli::read_png(path("flat.png")).array;
+  ASSERT_EQ(rgb.shape, (std::vector<std::int64_t>{3, H, W}));
+  for (std::int64_t i = 0; i < H * W; i++)
+    for (int k = 0; k < 3; k++) {
+      // D65 through the sRGB matrix is (1, 1, 1) to 4 decimals: the grey is exact to one step.
+      const int want = srgb8(std::min(1.0f, levels[i % W]));
+      EXPECT_NEAR(rgb.at(k * H * W + i), want, 1) << "pixel " << i << " channel " << k;
+    }
+  // One band lit: 453 nm is blue, 529.5 nm green, 614.4 nm red (the KAIST bands 0, 14, 24).
+  for (const auto &[band, channel] : std::vector<std::pair<int, int>>{{0, 2}, {14, 1}, {24, 0}}) {
+    std::vector<float> spike(std::size_t(C * H * W), 0);
+    for (std::int64_t i = 0; i < H * W; i++) spike[std::size_t(band * H * W + i)] = 1;
+    cli::write_npy(path("spike.npy"), raw({C, H, W}, spike, DType::f32));
+    ok({"preview", "spike.npy", "-o", "spike.png", "--gain", "auto", "--force"});
+    const RawArray s = cli::read_png(path("spike.png")).array;
+    SCOPED_TRACE(band);
+    for (int k = 0; k < 3; k++)
+      if (k != channel) EXPECT_GT(s.at(channel * H * W), s.at(k * H * W) + 40);
+  }
+}
+
+TEST_F(Cli, PreviewMontageAndWavelengths) {
+  const std::int64_t C = 5, H = 9, W = 11;
+  cli::write_npy(path("cube.npy"), raw({C, H, W}, random_values<float>(std::size_t(C * H * W), 3, 0, 1), DType::f32));
+  fails({"preview", "cube.npy", "-o", "p.png"}, 2, {"cube.npy has 5 bands and no wavelengths", "--wavelengths"});
+  fails({"preview", "cube.npy", "-o", "p.png", "--wavelengths", "450,500"}, 2, {"--wavelengths", "expected 5 numbers"});
+  fails({"preview", "cube.npy", "-o", "p.npy", "--wavelengths", "450:650"}, 2, {"p.npy", "writes a .png"});
+  fails({"preview", "cube.npy", "-o", "p.png", "--wavelengths", "450:650", "--gain", "0"}, 2, {"--gain", "'0'"});
+  const Result r = ok({"preview", "cube.npy", "-o", "p.png", "--wavelengths", "450:650", "--json"});
+  EXPECT_NE(r.out.find("\"wavelengths\": [450, 500, 550, 600, 650]"), std::string::npos) << r.out;
+  ok({"preview", "cube.npy", "-o", "listed.png", "--wavelengths", "450,500,550,600,650"});
+  EXPECT_EQ(slurp(dir / "listed.png"), slurp(dir / "p.png"));
+  // The montage: a 3 x 2 grid of 11 x 9 tiles with a 4-pixel gap and a 10-pixel label strip above
+  // each; a tile holds its band in grey (the values at gain 1).
+  ok({"preview", "cube.npy", "-o", "m.png", "--wavelengths", "450:650", "--montage"});
+  const RawArray m = cli::read_png(path("m.png")).array;
+  const std::int64_t gap = 4, label = 10, mh = 2 * (label + H + gap) + gap, mw = 3 * (W + gap) + gap;
+  ASSERT_EQ(m.shape, (std::vector<std::int64_t>{3, mh, mw}));
+  const RawArray cube = cli::read_npy(path("cube.npy"));
+  for (std::int64_t c = 0; c < C; c++) {
+    const std::int64_t y0 = gap + (c / 3) * (label + H + gap) + label, x0 = gap + (c % 3) * (W + gap);
+    for (std::int64_t y = 0; y < H; y++)
+      for (std::int64_t x = 0; x < W; x++)
+        ASSERT_EQ(m.at((y0 + y) * mw + x0 + x), srgb8(cube.at((c * H + y) * W + x))) << c << " " << y << " " << x;
+    // The label strip has white text in it.
+    bool text = false;
+    for (std::int64_t y = y0 - label; y < y0; y++)
+      for (std::int64_t x = x0; x < x0 + W; x++) text = text || m.at(y * mw + x) == 255;
+    EXPECT_TRUE(text) << "band " << c << " has no label";
+  }
+}
+
+TEST_F(Formats, PreviewUsesTheFilesWavelengthsAndReconWritesPictures) {
+  python("write");
+  ok({"preview", "envi_4_bsq_le.hdr", "-o", "envi.png"});  // 450..650 nm from the header
+  ok({"preview", "envi_4_bsq_le.hdr", "-o", "given.png", "--wavelengths", "450:650"});
+  EXPECT_EQ(slurp(dir / "envi.png"), slurp(dir / "given.png"));
+  // recon --preview: the result alone, or with --truth the truth, the pseudo-inverse and the three
+  // side by side; nothing when the command fails.
+  ok({"synth", "-o", "scene.npy", "--mask", "mask.npy", "--bands", "28", "--height", "24", "--width", "20"});
+  ok({"cassi", "forward", "scene.npy", "--mask", "mask.npy", "-o", "y.npy"});
+  ok({"recon", "gap-tv", "y.npy", "--mask", "mask.npy", "--iters", "2", "-o", "x.npy", "--preview", "alone"});
+  EXPECT_TRUE(fs::exists(dir / "alone/result.png") && !fs::exists(dir / "alone/truth.png"));
+  ok({"recon", "gap-tv", "y.npy", "--mask", "mask.npy", "--iters", "2", "-o", "x2.npy", "--truth", "scene.npy", "--preview", "all"});
+  for (const char *f : {"result", "truth", "pinv", "comparison"}) EXPECT_TRUE(fs::exists(dir / "all" / (std::string(f) + ".png"))) << f;
+  ok({"preview", "scene.npy", "-o", "scene.png"});
+  EXPECT_EQ(slurp(dir / "all/truth.png"), slurp(dir / "scene.png"));
+  const RawArray both = cli::read_png(path("all/comparison.png")).array;
+  EXPECT_EQ(both.shape[2], 6 + 3 * (20 + 6));  // three 20-pixel panels with 6-pixel gaps
+  fails({"recon", "gap-tv", "y.npy", "--mask", "mask.npy", "--iters", "2", "-o", "x3.npy", "--preview", "none",
+         "--wavelengths", "1,2"},
+        2, {"--wavelengths", "expected 28 numbers"});
 }
 
 }  // namespace

@@ -96,7 +96,9 @@ const std::vector<Command> &commands() {
                {"--lambda", nullptr, "L", "step of the data term, > 0 (default 1)"},
                {"--gamma", nullptr, "G", "ADMM only: added to Phi, >= 0 (default 0.01)"},
                {"--no-accelerate", nullptr, nullptr, "GAP only: the plain (not accelerated) update"},
-               {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"}}),
+               {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"},
+               {"--preview", nullptr, "DIR", "colour pictures: DIR/result.png; with --truth also truth, pinv, comparison"},
+               {"--wavelengths", nullptr, "LIST|START:STOP", "band centres in nm for --preview (see hpipe preview)"}}),
        kReads | kWrites,
        run_recon},
       {"map", "exp|log|erf STACK", "Elementwise exp, log or erf of every value; the shape is kept.",
@@ -113,6 +115,19 @@ const std::vector<Command> &commands() {
        {{"--axis", nullptr, "band|x|y", "the axis to reduce (default band)"}},
        kReads | kWrites,
        run_logsumexp},
+      {"preview", "CUBE",
+       "A colour picture of a spectral cube (C, H, W) through the CIE 1931 colour-matching functions, or a montage.",
+       "The band wavelengths come from --wavelengths, else the file (ENVI), else the 28 KAIST/TSA-Net bands\n"
+       "(453.3 ... 648.1 nm) for a 28-band cube. Values are linear, [0, 1] full scale (--gain to change);\n"
+       "a flat spectrum renders grey. --montage draws every band in grey, labelled with its wavelength.",
+       "hpipe preview scene.mat -o scene.png",
+       {{"--output", "-o", "PNG", "the picture (required)"},
+        {"--wavelengths", nullptr, "LIST|START:STOP", "band centres in nm: C numbers, or evenly spaced from START to STOP"},
+        {"--montage", nullptr, nullptr, "every band in grey in a labelled grid, instead of the colour picture"},
+        {"--gain", nullptr, "G|auto", "multiply values by G (default 1); auto: the 99th percentile to full scale"},
+        {"--force", nullptr, nullptr, "overwrite an existing picture (never an input)"}},
+       kReads,
+       run_preview},
   };
   return table;
 }
