@@ -101,6 +101,10 @@ void place(const unsigned char *block, std::uint32_t block_w, std::uint32_t rows
 void read_page(TIFF *t, const std::string &path, std::int64_t page, const PageFormat &p, std::size_t element,
                std::int64_t band0, unsigned char *out) {
   const int planes = p.planar == PLANARCONFIG_SEPARATE ? p.samples : 1;
+  // A decoded row or tile must hold the samples `place` copies out of it (not so with, e.g.,
+  // subsampled YCbCr, which is refused).
+  const std::int64_t samples_per_pixel = planes > 1 ? 1 : p.samples;
+  auto holds = [&](tmsize_t bytes, std::int64_t pixels) { return bytes >= pixels * samples_per_pixel * std::int64_t(element); };
   auto failed = [&](const char *what) {
     return Failure(path + ": page " + std::to_string(page) + ": cannot read " + what + ": truncated or corrupt" + tiff_reason());
   };
@@ -109,7 +113,7 @@ void read_page(TIFF *t, const std::string &path, std::int64_t page, const PageFo
     TIFFGetField(t, TIFFTAG_TILEWIDTH, &tw);
     TIFFGetField(t, TIFFTAG_TILELENGTH, &th);
     const tmsize_t size = TIFFTileSize(t);
-    if (tw == 0 || th == 0 || size <= 0) throw failed("its tile layout");
+    if (tw == 0 || th == 0 || !holds(size, std::int64_t(tw) * th)) throw failed("its tile layout");
     std::vector<unsigned char> tile(static_cast<std::size_t>(size));
     for (int s = 0; s < planes; s++)
       for (std::uint32_t y = 0; y < p.height; y += th)
@@ -120,7 +124,7 @@ void read_page(TIFF *t, const std::string &path, std::int64_t page, const PageFo
     return;
   }
   const tmsize_t size = TIFFScanlineSize(t);
-  if (size <= 0) throw failed("its strip layout");
+  if (!holds(size, p.width)) throw failed("its strip layout");
   std::vector<unsigned char> line(static_cast<std::size_t>(size));
   for (int s = 0; s < planes; s++)
     for (std::uint32_t y = 0; y < p.height; y++) {
