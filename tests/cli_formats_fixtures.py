@@ -137,6 +137,7 @@ def check(d):
     for t in ("u8", "u16"):
         got = tifffile.imread(os.path.join(d, "out_%s.tif" % t))
         same("out_%s.tif" % t, got, np.load(os.path.join(d, "src_%s.npy" % t)))
+    same("out_f32.tif", tifffile.imread(os.path.join(d, "out_f32.tif")), src.astype(np.float32))
     data, wl = read_envi(os.path.join(d, "out.hdr"))
     same("out.hdr + out.img", data, src)
     want_wl = np.load(os.path.join(d, "wavelengths.npy"))

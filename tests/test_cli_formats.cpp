@@ -64,6 +64,9 @@ TEST_F(Formats, ReadsWhatThePythonToolsWrite) {
         reads_as(name + ".hdr", name);
         reads_as(name + ".img", name);
       }
+  // A .npy beside an ENVI header of the same name is still the .npy.
+  spill(dir / "envi_4_bsq_le.npy", slurp(dir / "expect_two_a.npy"));
+  reads_as("envi_4_bsq_le.npy", "two_a");
   // info: format, the shape as stored, the layout, the wavelengths (micrometers in, nm out).
   Result r = ok({"info", "scene73.mat:cube", "envi_4_bil_be.hdr", "data.h5:/g/hwc"});
   for (const char *part : {"scene73.mat:cube: MAT v7.3 'cube' (7, 9, 5) hwc -> (5, 7, 9) float32",
@@ -89,6 +92,7 @@ TEST_F(Formats, WritesWhatThePythonToolsRead) {
   ok({"convert", "src.npy", "-o", "out.tif"});
   ok({"convert", "src_u8.npy", "-o", "out_u8.tif"});
   ok({"convert", "src_u16.npy", "-o", "out_u16.tif"});
+  ok({"convert", "src.npy", "-o", "out_f32.tif", "--type", "f32"});
   ok({"convert", "envi_5_bsq_le.hdr", "-o", "out.hdr"});  // the wavelengths travel with the cube
   python("check");
   // And back: every file hpipe wrote reads as the source.

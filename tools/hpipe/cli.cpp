@@ -82,13 +82,15 @@ void print_help(std::ostream &out, const Command &c) {
 
 void print_overview(std::ostream &out) {
   out << "usage: hpipe COMMAND [options]    (hpipe COMMAND --help for each)\n\n"
-         "Process image stacks (PNG per band, or .npy arrays) with hpipe's kernels.\n\ncommands:\n";
+         "Process image stacks (PNG per band, .npy arrays) and spectral cubes (MATLAB .mat, HDF5, TIFF, ENVI)\n"
+         "with hpipe's kernels.\n\ncommands:\n";
   for (const Command &c : commands()) {
     const std::string name = std::string("  ") + c.name;
     out << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') << c.summary << "\n";
   }
   out << "\nA STACK is files in band order, a quoted glob ('band_*.png', sorted naturally), a folder, or "
-         "@list.txt.\nExit status: 0 done, 1 failed, 2 bad usage.\n";
+         "@list.txt;\nfile.mat:var and file.h5:/path pick a MATLAB variable or an HDF5 dataset.\n"
+         "Exit status: 0 done, 1 failed, 2 bad usage.\n";
 }
 
 std::string format_ms(double ms) {

@@ -27,8 +27,9 @@ const std::vector<Command> &commands() {
        {},
        kReads,
        run_info},
-      {"convert", "STACK", "Read a stack and write it in another format or type (PNG <-> .npy).",
-       "The element type is kept unless --type says otherwise (floats to PNG: u16).",
+      {"convert", "STACK", "Read a stack and write it in another format or type (PNG, .npy, .mat, .h5, .tif, ENVI .hdr).",
+       "The element type is kept unless --type says otherwise (floats to PNG: u16). Cubes go to .mat and .h5\n"
+       "as (H, W, C) unless --output-layout chw; see docs/cli.md for each format.",
        "hpipe convert 'scene/band_*.png' -o scene.npy",
        {},
        kReads | kWrites,

@@ -10,6 +10,7 @@
 // themselves where the bands are; those are always read as (C, H, W).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -69,13 +70,10 @@ struct WholeFileOptions {
 void write_other_format(Format f, const std::string &output, const std::vector<std::string> &temps, const RawArray &a,
                         const WholeFileOptions &options);
 
-}  // namespace hpipe::cli
-
-namespace hpipe::cli {
-
 // Readers bound what a header may make them allocate: a Failure naming `file` unless `bytes`
 // could come out of `file_bytes` of file, as they are or, when `compressed`, expanded by at most
-// kMaxExpansion (deflate tops out at 1032:1, LZW below 2731:1, PackBits at 128:1).
+// kMaxExpansion (deflate tops out at 1032:1, LZW below 2731:1, PackBits at 128:1), and fit in
+// the machine's memory. A fuzz harness for these readers calls read_other_format on its file.
 constexpr std::int64_t kMaxExpansion = 4096;
 void check_declared_size(const std::string &file, const std::string &what, std::int64_t bytes, std::int64_t file_bytes,
                          bool compressed);

@@ -178,7 +178,9 @@ Source read_source(const std::string &path, const ReadOptions &options) {
   Source s;
   s.path = path;
   bool band_first = false;
-  if (std::optional<Loaded> other = read_other_format(path)) {
+  std::optional<Loaded> other;
+  if (!has_npy_magic(path) && !has_png_magic(path)) other = read_other_format(path);  // (cube.npy beside a cube.hdr)
+  if (other) {
     s.format = other->format;
     s.array = std::move(other->array);
     s.detail = std::move(other->detail);
