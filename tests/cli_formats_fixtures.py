@@ -17,13 +17,14 @@ import tifffile
 C, H, W = 5, 7, 9  # odd sizes; the cube is (H, W, C) in the MATLAB/KAIST layout
 
 
-def matlab_v73(path, variables):
+def matlab_v73(path, variables, compressed=()):
     """A MATLAB -v7.3 file as MATLAB writes it: HDF5 behind a 512-byte user block holding the MAT
     header; each variable's bytes column-major (so h5py shows its axes reversed) with a
-    MATLAB_class attribute (a fixed-length, NULLTERM string of exactly the name's length)."""
+    MATLAB_class attribute (a fixed-length, NULLTERM string of exactly the name's length); the
+    variables named in `compressed` chunked and deflated, as MATLAB's -v7.3 does by default."""
     with h5py.File(path, "w", userblock_size=512) as f:
         for name, value in variables.items():
-            d = f.create_dataset(name, data=value.T)
+            d = f.create_dataset(name, data=value.T, compression="gzip" if name in compressed else None)
             cls = {np.float64: "double", np.float32: "single", np.uint8: "uint8", np.uint16: "uint16"}[value.dtype.type]
             tid = h5py.h5t.C_S1.copy()
             tid.set_size(len(cls))
@@ -64,14 +65,20 @@ def write(d):
     expect["two_mask"] = (cube[:, :, 0] > 0.5).astype(np.uint8)
     sio.savemat(os.path.join(d, "u16.mat"), {"raw": (cube * 60000).astype(np.uint16)}, do_compression=True)
     expect["u16_mat"] = (cube * 60000).astype(np.uint16).transpose(2, 0, 1)
-    matlab_v73(os.path.join(d, "scene73.mat"), {"cube": cube.astype(np.float32), "rad": cube})
+    matlab_v73(os.path.join(d, "scene73.mat"), {"cube": cube.astype(np.float32), "rad": cube}, compressed=("rad",))
     expect["scene73_cube"] = cube.astype(np.float32).transpose(2, 0, 1)
+    expect["scene73_rad"] = cube.transpose(2, 0, 1)
+    sio.savemat(os.path.join(d, "int64.mat"), {"n": np.arange(6, dtype=np.int64).reshape(2, 3)})
     with h5py.File(os.path.join(d, "data.h5"), "w") as f:
         f["/g/hwc"] = cube.astype(np.float32)
         f.create_dataset("/g/chw", data=(cube * 255).astype(np.uint8).transpose(2, 0, 1), compression="gzip")
         f["/names"] = np.array([b"not", b"numbers"])
+        f["/batch"] = np.stack([cube, 1 - cube]).astype(np.float32)  # (B, H, W, C)
+    with h5py.File(os.path.join(d, "big.h5"), "w") as f:
+        f.create_dataset("cube", shape=(100000, 100000, 31), dtype="f4")  # declared, never written
     expect["h5_hwc"] = cube.astype(np.float32).transpose(2, 0, 1)
     expect["h5_chw"] = (cube * 255).astype(np.uint8).transpose(2, 0, 1)
+    expect["h5_batch"] = np.stack([cube, 1 - cube]).astype(np.float32).transpose(0, 3, 1, 2)
     chw = cube.transpose(2, 0, 1)
     for name, arr in [("u8", (chw * 255).astype(np.uint8)), ("u16", (chw * 65535).astype(np.uint16)),
                       ("f32", chw.astype(np.float32))]:

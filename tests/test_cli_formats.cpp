@@ -48,10 +48,12 @@ TEST_F(Formats, ReadsWhatThePythonToolsWrite) {
   reads_as("u16.mat", "u16_mat");
   // MATLAB v7.3 (HDF5 inside, h5py shows (C, W, H)): the shape MATLAB shows, (H, W, C).
   reads_as("scene73.mat:cube", "scene73_cube");
+  reads_as("scene73.mat:rad", "scene73_rad");  // chunked and deflated
   // HDF5: h5py's shape; hwc by default, --layout chw for a dataset stored band-first; gzip.
   reads_as("data.h5:/g/hwc", "h5_hwc");
   reads_as("data.h5:g/hwc", "h5_hwc");
   reads_as("data.h5:/g/chw", "h5_chw", {"--layout", "chw"});
+  reads_as("data.h5:/batch", "h5_batch");  // (B, H, W, C) -> (B, C, H, W)
   // TIFF: one page per band (u8, u16, f32); one page of 3 contiguous samples, deflate-compressed.
   for (const char *t : {"u8", "u16", "f32"}) reads_as(std::string("pages_") + t + ".tif", std::string("tif_") + t);
   reads_as("rgb.tif", "tif_rgb");
@@ -198,7 +200,12 @@ TEST_F(Formats, BadFilesFailCleanly) {
       {"scene.mat:nothing", {"scene.mat: has no variable 'nothing'; it holds: img (double 7x9x5), label (char 1x7)"}},
       {"two.mat", {"two.mat: holds several numeric arrays; pick one as two.mat:NAME of: a (single 7x9x5), mask (logical 7x9)"}},
       {"short.h5", {"short.h5: not an HDF5 file, or corrupt (HDF5: truncated file"}},
-      {"data.h5", {"data.h5: holds several numeric datasets; pick one as data.h5:/NAME of: /g/chw, /g/hwc"}},
+      {"data.h5", {"data.h5: holds several numeric datasets; pick one as data.h5:/NAME of: /batch, /g/chw, /g/hwc"}},
+      {"big.h5", {"big.h5: truncated or corrupt: dataset '/cube' of shape (100000, 100000, 31) needs 1240000000000 bytes, "
+                  "more than the file's"}},
+      {"int64.mat", {"int64.mat: holds no numeric array; it holds: n (int64 2x3)"}},
+      {"int64.mat:n", {"int64.mat: variable 'n' is int64 2x3, not a real numeric array (double, single, uint8, uint16, "
+                       "logical, int8/16/32, uint32)"}},
       {"data.h5:/names", {"data.h5: dataset '/names' is not numeric"}},
       {"data.h5:/g", {"data.h5: '/g' is not a dataset"}},
       {"data.h5:/missing", {"data.h5: has no dataset '/missing'"}},
