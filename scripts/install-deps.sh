@@ -2,7 +2,10 @@
 # Installs the Debian 12 packages hpipe needs to build, test and benchmark, when they are missing.
 # As root it runs apt-get; otherwise it prints the exact command to run and fails.
 set -eu
-packages="cmake ninja-build g++ make pkg-config libhalide14-0-dev libgtest-dev libbenchmark-dev libpng-dev"
+# The hpipe tool reads MATLAB, HDF5 and TIFF through matio, libhdf5 and libtiff; its tests make their
+# fixtures as the Python tools do (scipy.io.savemat, h5py, tifffile) with Debian's python3.
+packages="cmake ninja-build g++ make pkg-config libhalide14-0-dev libgtest-dev libbenchmark-dev libpng-dev
+libmatio-dev libhdf5-dev libtiff-dev python3-numpy python3-scipy python3-h5py python3-tifffile"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -15,5 +15,6 @@ int run_conv1d(Context &ctx);
 int run_recon(Context &ctx);
 int run_map(Context &ctx);
 int run_logsumexp(Context &ctx);
+int run_preview(Context &ctx);
 
 }  // namespace hpipe::cli
