@@ -8,6 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import hpipe  # noqa: E402
 import hpipe.torch as ht  # noqa: E402
+import reference as ref  # noqa: E402
 
 
 def _cuda_unusable_reason():
@@ -44,50 +45,13 @@ CASSI_CASES = [(2, "width", False), (-1, "height", True), (0, "width", True), (3
 B, C, H, W = 2, 3, 4, 5
 
 
-def offsets(bands, step):
-    return [c * step - min(0, (bands - 1) * step) for c in range(bands)]
+def exact(t):
+    """A tensor as the NumPy array the references of reference.py take."""
+    return t.detach().cpu().numpy()
 
 
-def as_width(t, axis):
-    """Views with the dispersion axis last: the references below are written for width."""
-    return t if axis == "width" else t.transpose(-1, -2)
-
-
-def reference_forward(x, mask, step, axis):
-    x, masks = as_width(x, axis), as_width(mask.expand(x.shape[1], *mask.shape[-2:]), axis)
-    bands, width = x.shape[1], x.shape[-1]
-    y = x.new_zeros(*x.shape[:1], x.shape[2], width + (bands - 1) * abs(step))
-    for c, o in enumerate(offsets(bands, step)):
-        y[:, :, o:o + width] += masks[c] * x[:, c]
-    return as_width(y, axis)
-
-
-def reference_adjoint(y, mask, bands, step, axis):
-    y, masks = as_width(y, axis), as_width(mask.expand(bands, *mask.shape[-2:]), axis)
-    width = masks.shape[-1]
-    x = torch.stack([masks[c] * y[:, :, o:o + width] for c, o in enumerate(offsets(bands, step))], 1)
-    return as_width(x, axis)
-
-
-def reference_phi(mask, bands, step, axis):
-    cube = torch.ones(1, bands, *mask.shape[-2:], dtype=mask.dtype, device=mask.device)
-    phi = reference_forward(cube, mask * mask, step, axis)[0]
-    return torch.where(phi == 0, torch.ones_like(phi), phi)
-
-
-def reference_shift(x, step, axis):
-    x = as_width(x, axis)
-    bands, width = x.shape[1], x.shape[-1]
-    shifted = x.new_zeros(*x.shape[:-1], width + (bands - 1) * abs(step))
-    for c, o in enumerate(offsets(bands, step)):
-        shifted[:, c, :, o:o + width] = x[:, c]
-    return as_width(shifted, axis)
-
-
-def reference_shift_back(shifted, width, step, axis):
-    shifted = as_width(shifted, axis)
-    return as_width(torch.stack([shifted[:, c, :, o:o + width]
-                                 for c, o in enumerate(offsets(shifted.shape[1], step))], 1), axis)
+def as_torch(reference_result):
+    return torch.from_numpy(np.asarray(reference_result, dtype=np.float64))
 
 
 def cassi_inputs(step, axis, per_band, device, dtype=torch.float64, requires_grad=False):
@@ -118,34 +82,25 @@ def test_cassi_gradients(step, axis, per_band):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_cassi_values(step, axis, per_band, dtype, device):
     x, mask, y = cassi_inputs(step, axis, per_band, device, dtype)
-    exact = {"x": x.double(), "mask": mask.double(), "y": y.double()}
-    phi = reference_phi(exact["mask"], C, step, axis)
-    expected = {
-        "forward": (ht.cassi_forward(x, mask, step, axis), reference_forward(exact["x"], exact["mask"], step, axis)),
-        "adjoint": (ht.cassi_adjoint(y, mask, C, step, axis),
-                    reference_adjoint(exact["y"], exact["mask"], C, step, axis)),
-        "phi": (ht.cassi_phi(mask, C, step, axis), phi),
-        "pinv": (ht.cassi_pinv(y, mask, C, step, axis), reference_adjoint(exact["y"] / phi, exact["mask"], C, step, axis)),
-        "shift": (ht.cassi_shift(x, step, axis), reference_shift(exact["x"], step, axis)),
+    shifted = ht.cassi_shift(x, step, axis)
+    results = {
+        "forward": (ht.cassi_forward(x, mask, step, axis), ref.forward(exact(x), exact(mask), step, axis)),
+        "adjoint": (ht.cassi_adjoint(y, mask, C, step, axis), ref.adjoint(exact(y), exact(mask), C, step, axis)),
+        "phi": (ht.cassi_phi(mask, C, step, axis), ref.phi(exact(mask), C, step, axis)),
+        "pinv": (ht.cassi_pinv(y, mask, C, step, axis), ref.pinv(exact(y), exact(mask), C, step, axis)),
+        "shift": (shifted, ref.shift(exact(x), step, axis)),
+        "shift_back": (ht.cassi_shift_back(shifted, step, axis), exact(x)),
     }
-    expected["shift_back"] = (ht.cassi_shift_back(expected["shift"][0], step, axis), exact["x"])
-    for name, (got, want) in expected.items():
+    for name, (got, want) in results.items():
         assert got.device == x.device and got.dtype == dtype, name
-        torch.testing.assert_close(got.double(), want, msg=lambda m: f"{name}: {m}", **tolerance(dtype, bands=C))
+        torch.testing.assert_close(got.cpu().double(), as_torch(want), msg=lambda m: f"{name}: {m}",
+                                   **tolerance(dtype, bands=C))
 
 
 def tolerance(dtype, bands=1):
-    """Sums of `bands` terms, each rounded in the element type, against float64 references."""
+    """Sums of `bands` terms, each rounded in the element type, against exact references."""
     eps = torch.finfo(dtype).eps
     return {"rtol": 4 * bands * eps, "atol": 4 * bands * eps}
-
-
-def test_reference_shift_back_inverts_reference_shift():
-    # The references check each other: shift_back(shift(x)) = x for every step and axis.
-    x = rand(B, C, H, W)
-    for step, axis, _ in CASSI_CASES:
-        shifted = reference_shift(x, step, axis)
-        torch.testing.assert_close(reference_shift_back(shifted, (W if axis == "width" else H), step, axis), x)
 
 
 def test_cassi_mask_gradient_through_expanded_and_noncontiguous_inputs():
@@ -202,11 +157,19 @@ def test_logsumexp_gradients_and_values(shape, axis):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_small_ops_on_device(device, dtype):
-    # Forward and backward on the device, against the same computation in float64 on the CPU.
+def test_forward_and_backward_on_device(device, dtype):
+    """Every op on the device against the same computation in float64 on the CPU; `sum()` hands
+    the backward passes a broadcast (stride 0) gradient."""
     a, v = rand(5, 5, device=device, dtype=dtype, seed=1), rand(5, 7, device=device, dtype=dtype, seed=2)
     x = rand(3, 4, device=device, dtype=dtype, low=0.1, seed=3)
+    cube, mask, y = cassi_inputs(2, "width", False, device, dtype)
     calls = {
+        "cassi_forward": (ht.cassi_forward, (cube, mask)),
+        "cassi_adjoint": (lambda y, m: ht.cassi_adjoint(y, m, C), (y, mask)),
+        "cassi_phi": (lambda m: ht.cassi_phi(m, C), (mask,)),
+        "cassi_pinv": (lambda y, m: ht.cassi_pinv(y, m, C), (y, mask)),
+        "cassi_shift": (ht.cassi_shift, (cube,)),
+        "cassi_shift_back": (ht.cassi_shift_back, (y.unsqueeze(1).expand(B, C, *y.shape[1:]),)),
         "batched_dot": (ht.batched_dot, (a, v[:, :5])),
         "conv1d": (lambda a, v: ht.conv1d(a, v, "same"), (a, v)),
         "exp": (ht.exp, (x,)), "log": (ht.log, (x,)), "erf": (ht.erf, (x,)),
@@ -214,12 +177,13 @@ def test_small_ops_on_device(device, dtype):
     }
     for name, (fn, inputs) in calls.items():
         inputs = [t.clone().requires_grad_() for t in inputs]
-        exact = [t.detach().cpu().double().requires_grad_() for t in inputs]
-        got, want = fn(*inputs), fn(*exact)
+        references = [t.detach().cpu().double().requires_grad_() for t in inputs]
+        got, want = fn(*inputs), fn(*references)
         assert got.device == inputs[0].device and got.dtype == dtype, name
         got.sum().backward()
         want.sum().backward()
-        for result, reference in itertools.chain([(got, want)], ((t.grad, e.grad) for t, e in zip(inputs, exact))):
+        pairs = itertools.chain([(got, want)], ((t.grad, r.grad) for t, r in zip(inputs, references)))
+        for result, reference in pairs:
             torch.testing.assert_close(result.detach().cpu().double(), reference.detach(), msg=lambda m: f"{name}: {m}",
                                        **tolerance(dtype, bands=8))
 
@@ -247,30 +211,38 @@ def test_cassi_operator_needs_bands_for_phi_of_a_shared_mask():
     assert ht.CassiOperator(rand(H, W, low=0.1), bands=C).phi().shape == (H, W + (C - 1) * 2)
 
 
-def test_cassi_operator_trains_an_unrolled_step():
-    """A GAP-Net style step with a trainable aperture and step size: gradients reach both, and match
-    the same step written with the torch references."""
+def test_cassi_operator_in_an_unrolled_step():
+    """A GAP-Net style step: its gradients with respect to the aperture, the step size and the
+    measurement pass gradcheck; an nn.Parameter mask is the module's parameter."""
     x, mask, _ = cassi_inputs(2, "width", False, "cpu")
-    op = ht.CassiOperator(torch.nn.Parameter(mask.clone()), bands=C)
-    alpha = torch.nn.Parameter(torch.tensor(0.5, dtype=torch.float64))
+    y = ht.cassi_forward(x, mask).requires_grad_()
+    alpha = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+
+    def step(mask, alpha, y):
+        op = ht.CassiOperator(mask, bands=C)
+        z = op.adjoint(y) * 0.5
+        return z + op.adjoint((y - op(z)) / (alpha + op.phi()))
+
+    check_gradients(step, mask.requires_grad_(), alpha, y)
+    op = ht.CassiOperator(torch.nn.Parameter(mask.detach().clone()), bands=C)
     assert [p is op.mask for p in op.parameters()] == [True]
-
-    def loss(forward, adjoint, phi):
-        y = forward(x)
-        z = adjoint(y) * 0.5
-        estimate = z + adjoint((y - forward(z)) / (alpha + phi()))
-        return (estimate - x).square().mean()
-
-    loss(op, op.adjoint, op.phi).backward()
-    grads = (op.mask.grad.clone(), alpha.grad.clone())
-    op.mask.grad, alpha.grad = None, None
-    loss(lambda x: reference_forward(x, op.mask, 2, "width"), lambda y: reference_adjoint(y, op.mask, C, 2, "width"),
-         lambda: reference_phi(op.mask, C, 2, "width")).backward()
-    torch.testing.assert_close(grads, (op.mask.grad, alpha.grad))
+    step(op.mask, alpha, y).square().sum().backward()
+    assert op.mask.grad is not None and op.mask.grad.shape == (H, W)
 
 
 def test_cassi_operator_buffer_moves_with_the_module():
     op = ht.CassiOperator(rand(C, H, W, low=0.1, dtype=torch.float32)).to(torch.float64)
     assert op.mask.dtype == torch.float64 and "mask" in dict(op.named_buffers())
     x = rand(B, C, H, W)
-    torch.testing.assert_close(op(x), reference_forward(x, op.mask, 2, "width"))
+    torch.testing.assert_close(op(x), as_torch(ref.forward(exact(x), exact(op.mask), 2, "width")))
+
+
+def test_bad_arguments_raise_hpipe_errors_and_leave_inputs_alone():
+    x, mask, _ = cassi_inputs(2, "width", False, "cpu", requires_grad=True)
+    before = (x.detach().clone(), mask.detach().clone())
+    with pytest.raises(TypeError, match="mask"):
+        ht.cassi_forward(x, mask.float())
+    with pytest.raises(hpipe.Error, match="mask"):
+        ht.cassi_forward(x, mask[:, :-1])
+    ht.cassi_forward(x, mask).sum().backward()
+    assert torch.equal(x.detach(), before[0]) and torch.equal(mask.detach(), before[1])
