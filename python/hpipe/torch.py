@@ -121,27 +121,17 @@ class _CassiPinv(torch.autograd.Function):
         return grad_y, grad_mask, None, None, None
 
 
-class _CassiShift(torch.autograd.Function):
+class _CassiDisplacement(torch.autograd.Function):
+    # cassi_shift and cassi_shift_back are each other's adjoint: shift_back is a crop, whose
+    # adjoint places the gradient back with zero padding, which is the shift.
     @staticmethod
-    def forward(ctx, x, step, axis):
-        ctx.step, ctx.axis = step, axis
-        return hpipe.cassi_shift(x.detach(), step, axis)
+    def forward(ctx, t, kernel, adjoint, step, axis):
+        ctx.adjoint, ctx.step, ctx.axis = adjoint, step, axis
+        return kernel(t.detach(), step, axis)
 
     @staticmethod
-    def backward(ctx, grad_shifted):
-        return cassi_shift_back(grad_shifted, ctx.step, ctx.axis), None, None
-
-
-class _CassiShiftBack(torch.autograd.Function):
-    # A crop, whose adjoint places the gradient back with zero padding: the shift.
-    @staticmethod
-    def forward(ctx, shifted, step, axis):
-        ctx.step, ctx.axis = step, axis
-        return hpipe.cassi_shift_back(shifted.detach(), step, axis)
-
-    @staticmethod
-    def backward(ctx, grad_x):
-        return cassi_shift(grad_x, ctx.step, ctx.axis), None, None
+    def backward(ctx, grad):
+        return ctx.adjoint(grad, ctx.step, ctx.axis), None, None, None, None
 
 
 class _BatchedDot(torch.autograd.Function):
@@ -193,41 +183,19 @@ def _conv1d_window(grad_out, other, offset, length):
     return conv1d(grad_out, other.flip(-1), "full")[:, start:start + length]
 
 
-class _Exp(torch.autograd.Function):
+class _Elementwise(torch.autograd.Function):
+    # y = kernel(x); `gradient(grad_y, x, y)` is the chain rule's product.
     @staticmethod
-    def forward(ctx, x):
-        y = hpipe.exp(x.detach())
-        ctx.save_for_backward(y)
+    def forward(ctx, x, kernel, gradient):
+        y = kernel(x.detach())
+        ctx.save_for_backward(x, y)
+        ctx.gradient = gradient
         return y
 
     @staticmethod
     def backward(ctx, grad_y):
-        (y,) = ctx.saved_tensors
-        return grad_y * y
-
-
-class _Log(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return hpipe.log(x.detach())
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        (x,) = ctx.saved_tensors
-        return grad_y / x
-
-
-class _Erf(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return hpipe.erf(x.detach())
-
-    @staticmethod
-    def backward(ctx, grad_y):
-        (x,) = ctx.saved_tensors
-        return grad_y * (2 / math.sqrt(math.pi)) * exp(-x * x)
+        x, y = ctx.saved_tensors
+        return ctx.gradient(grad_y, x, y), None, None
 
 
 class _LogSumExp(torch.autograd.Function):
@@ -269,12 +237,12 @@ def cassi_pinv(y, mask, bands=None, step=2, axis="width"):
 
 def cassi_shift(x, step=2, axis="width"):
     """Each band displaced by o_c with zero padding: (B, C, H, W) -> (B, C, H, W')."""
-    return _CassiShift.apply(x, step, axis)
+    return _CassiDisplacement.apply(x, hpipe.cassi_shift, cassi_shift_back, step, axis)
 
 
 def cassi_shift_back(shifted, step=2, axis="width"):
     """The crop that undoes cassi_shift: (B, C, H, W') -> (B, C, H, W)."""
-    return _CassiShiftBack.apply(shifted, step, axis)
+    return _CassiDisplacement.apply(shifted, hpipe.cassi_shift_back, cassi_shift, step, axis)
 
 
 def batched_dot(a, b):
@@ -288,15 +256,15 @@ def conv1d(a, v, mode="full"):
 
 
 def exp(x):
-    return _Exp.apply(x)
+    return _Elementwise.apply(x, hpipe.exp, lambda grad_y, x, y: grad_y * y)
 
 
 def log(x):
-    return _Log.apply(x)
+    return _Elementwise.apply(x, hpipe.log, lambda grad_y, x, y: grad_y / x)
 
 
 def erf(x):
-    return _Erf.apply(x)
+    return _Elementwise.apply(x, hpipe.erf, lambda grad_y, x, y: grad_y * (2 / math.sqrt(math.pi)) * exp(-x * x))
 
 
 def logsumexp(x, axis=None):
