@@ -183,16 +183,19 @@ def cpp_times(binary, names, device):
     """Seconds per call of the named hpipe_bench benchmarks (median of 3 repetitions)."""
     prefix = "BM_cuda_" if device == "cuda" else "BM_"
     names = [prefix + name[len("BM_"):] for name in names]
-    pattern = "^(" + "|".join(n.replace("/", "\\/") for n in names) + ")$"
+    pattern = "^(" + "|".join(names) + ")(/real_time)?$"
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
-        subprocess.run([binary, f"--benchmark_filter={pattern}", "--benchmark_repetitions=3",
-                        "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.3",
-                        f"--benchmark_out={report.name}", "--benchmark_out_format=json"],
-                       check=True, stdout=subprocess.DEVNULL)
-        runs = json.load(open(report.name))["benchmarks"]
+        process = subprocess.run([binary, f"--benchmark_filter={pattern}", "--benchmark_repetitions=3",
+                                  "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.3",
+                                  f"--benchmark_out={report.name}", "--benchmark_out_format=json"],
+                                 capture_output=True, text=True)
+        text = pathlib.Path(report.name).read_text()
+    if process.returncode != 0 or not text:
+        raise RuntimeError(f"{binary} --benchmark_filter={pattern} gave no results:\n{process.stderr}")
     scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-    return {run["run_name"].replace(prefix, "BM_", 1): run["real_time"] * scale[run["time_unit"]]
-            for run in runs if run.get("aggregate_name") == "median"}
+    return {run["run_name"].replace(prefix, "BM_", 1).removesuffix("/real_time"):
+            run["real_time"] * scale[run["time_unit"]]
+            for run in json.loads(text)["benchmarks"] if run.get("aggregate_name") == "median"}
 
 
 def show(seconds):
@@ -210,8 +213,10 @@ def main():
     parser.add_argument("--filter", default="", help="only the cases whose label contains this text")
     args = parser.parse_args()
     threads = hpipe.num_threads() if hpipe else os.cpu_count()
-    torch.set_num_threads(threads)  # the peers get every core hpipe uses
-    where = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {threads} threads"
+    # The peers run with PyTorch's default thread count and with hpipe's; the faster counts.
+    peer_threads = sorted({torch.get_num_threads(), threads})
+    where = torch.cuda.get_device_name() if args.device == "cuda" else \
+        f"CPU, hpipe {threads} threads, peers {' and '.join(map(str, peer_threads))}"
     print(f"PyTorch {torch.__version__}, NumPy {np.__version__ if np else '-'}, "
           f"numexpr {numexpr.__version__ if numexpr else 'not installed'}, on {where}; "
           f"hpipe {'from ' + hpipe.__file__ if hpipe else 'not importable: peers only'}")
@@ -225,7 +230,13 @@ def main():
         if args.filter not in case.label:
             continue
         repeats = min(args.repeats, case.repeats or args.repeats)
-        peer_times = {name: seconds_per_call(fn, args.device, repeats) for name, fn in case.peers.items()}
+        peer_times = {}
+        for name, fn in case.peers.items():
+            for n in peer_threads:
+                torch.set_num_threads(n)
+                label = f"{name} @{n}t" if len(peer_threads) > 1 else name
+                peer_times[label] = seconds_per_call(fn, args.device, repeats)
+        torch.set_num_threads(threads)
         best = min(peer_times, key=peer_times.get)
         py = seconds_per_call(case.hpipe_call, args.device, repeats) if hpipe else None
         rows.append((case.label, case.bench, py, best, peer_times[best]))

@@ -256,14 +256,17 @@ def conv1d(a, v, mode="full"):
 
 
 def exp(x):
+    """Elementwise exp (rank 1 to 4); accuracy as hpipe/math.h states for hpipe.exp."""
     return _Elementwise.apply(x, hpipe.exp, lambda grad_y, x, y: grad_y * y)
 
 
 def log(x):
+    """Elementwise natural logarithm (rank 1 to 4)."""
     return _Elementwise.apply(x, hpipe.log, lambda grad_y, x, y: grad_y / x)
 
 
 def erf(x):
+    """Elementwise error function (rank 1 to 4)."""
     return _Elementwise.apply(x, hpipe.erf, lambda grad_y, x, y: grad_y * (2 / math.sqrt(math.pi)) * exp(-x * x))
 
 
