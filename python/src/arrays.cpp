@@ -79,8 +79,9 @@ void Call::require_rank(const Operand &a, const char *name, int rank, const char
 
 void Call::require_rank(const Operand &a, const char *name, int low, int high, const char *dims) const {
   if (a.rank < low || a.rank > high)
-    value_error(name, "expected " + std::to_string(low) + " to " + std::to_string(high) + " dimensions " + dims +
-                          ", got shape " + shape_string(a.shape_vector()));
+    value_error(name, "expected " + std::to_string(low) + " to " + std::to_string(high) + " dimensions" +
+                          (*dims ? std::string(" ") + dims : std::string()) + ", got shape " +
+                          shape_string(a.shape_vector()));
 }
 
 Operand Call::read(py::handle object, const char *name, bool writable) {

@@ -23,6 +23,15 @@ Dispersion dispersion(const Call &call, int step, const std::string &axis) {
   call.value_error("axis", "expected 'width' or 'height', got '" + axis + "'");
 }
 
+// An integer argument (anything with __index__, as NumPy takes them).
+std::int64_t as_index(const Call &call, const py::handle &value, const char *name) {
+  if (!PyIndex_Check(value.ptr()))
+    call.type_error(name, "expected an int, got " + std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+  const Py_ssize_t i = PyNumber_AsSsize_t(value.ptr(), PyExc_OverflowError);
+  if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return i;
+}
+
 template <class T>
 Mask<T> mask_of(const Operand &mask) {
   if (mask.rank == 2) return Mask<T>(mask.input<T, 2>());
@@ -73,7 +82,8 @@ py::object cassi_forward(py::handle x_object, py::handle mask_object, int step, 
 // The band count C of a cube made from a measurement: `bands`, else out's, else a per-band mask's.
 std::int64_t band_count(const Call &call, const py::object &bands, const Operand *out, const Operand &mask) {
   if (!bands.is_none()) {
-    const auto c = bands.cast<std::int64_t>();
+    const auto c = as_index(call, bands, "bands");
+    if (c < 1) call.value_error("bands", "expected at least 1, got " + std::to_string(c));
     if (out && out->shape[1] != c)
       call.value_error("bands", "is " + std::to_string(c) + " but out has " + std::to_string(out->shape[1]));
     return c;
@@ -230,12 +240,11 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
   call.require_rank(x, "x", 1, 4, "");
   int axis = 0;
   if (!axis_object.is_none()) {
-    axis = axis_object.cast<int>();
-    if (axis < -x.rank || axis >= x.rank)
+    const std::int64_t a = as_index(call, axis_object, "axis");
+    if (a < -x.rank || a >= x.rank)
       call.value_error("axis", "expected -" + std::to_string(x.rank) + " to " + std::to_string(x.rank - 1) +
-                                   " for x of shape " + shape_string(x.shape_vector()) + ", got " +
-                                   std::to_string(axis));
-    if (axis < 0) axis += x.rank;
+                                   " for x of shape " + shape_string(x.shape_vector()) + ", got " + std::to_string(a));
+    axis = static_cast<int>(a < 0 ? a + x.rank : a);
   } else if (x.rank > 1) {
     // Every element: a C-contiguous x is one long row.
     if (!x.c_contiguous())

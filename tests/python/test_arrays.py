@@ -109,6 +109,8 @@ def error_message(call, exception):
     (lambda: hpipe.cassi_adjoint(np.ones((1, 3, 6)), np.ones((3, 4))), hpipe.Error,
      "bands: is needed with a shared (H, W) mask and no out="),
     (lambda: hpipe.logsumexp(np.ones((3, 4)), axis=2), hpipe.Error, "axis: expected -2 to 1"),
+    (lambda: hpipe.logsumexp(np.ones((3, 4)), axis=1.0), TypeError, "hpipe.logsumexp: axis: expected an int, got float"),
+    (lambda: hpipe.cassi_phi(np.ones((3, 4)), bands=0), hpipe.Error, "hpipe.cassi_phi: bands: expected at least 1, got 0"),
     (lambda: hpipe.logsumexp(np.ones((3, 4)).T), hpipe.Error, "axis: None reduces every element"),
     (lambda: hpipe.exp(torch.ones(3, requires_grad=True)), TypeError, "x: its __dlpack__ export failed"),
     (lambda: hpipe.gap_tv(np.ones((1, 3, 6)), np.ones((3, 4)), bands=2, callback=3), TypeError,
