@@ -6,7 +6,7 @@
 namespace hpipe::python::docs {
 
 #define HPIPE_ARRAYS                                                                                 \
-  "Arrays: NumPy arrays or anything with __dlpack__ (PyTorch CPU/CUDA tensors, CuPy), float32 or\n" \
+  "\nArrays: NumPy arrays or anything with __dlpack__ (PyTorch CPU/CUDA tensors, CuPy), float32 or\n" \
   "float64, all of one dtype and on one device; any strides (transposed and broadcast views are\n"  \
   "read in place). The result goes into `out` (returned) or a new array of x's kind (NumPy in,\n"    \
   "NumPy out; tensor in, tensor on the same device out). device: 'auto' (CUDA when usable or the\n"  \
