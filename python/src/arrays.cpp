@@ -64,11 +64,11 @@ Call::Call(const char *op, const std::string &device) : op_(op) {
 }
 
 void Call::type_error(const char *name, const std::string &what) const {
-  throw py::type_error("hpipe." + op_ + ": " + name + ": " + what);
+  throw py::type_error(std::string("hpipe.") + op_ + ": " + name + ": " + what);
 }
 
 void Call::value_error(const char *name, const std::string &what) const {
-  throw Error("hpipe." + op_ + ": " + name + ": " + what);
+  throw Error(std::string("hpipe.") + op_ + ": " + name + ": " + what);
 }
 
 void Call::require_rank(const Operand &a, const char *name, int rank, const char *dims) const {

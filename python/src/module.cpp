@@ -487,35 +487,29 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("tv_denoise", &tv_denoise, docs::kTvDenoise, "x"_a, "weight"_a = 0.1, "iterations"_a = 5,
         "vectorial"_a = false, py::kw_only(), out, device);
+  // gap_tv and admm_tv differ in one knob: GAP's `accelerate`, ADMM's `gamma`.
   const hpipe::ReconParams defaults;
-  m.def(
-      "gap_tv",
-      [](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations, double lam,
-         bool accelerate, double tv_weight, int tv_iterations, bool vectorial, py::object callback, bool progress,
-         py::handle out, const std::string &device) {
-        const ReconArgs args{std::move(bands), step,      std::move(axis), iterations, lam,
-                             0.0,              accelerate, tv_weight,      tv_iterations, vectorial,
-                             std::move(callback), progress};
-        return reconstruct_tv(hpipe::ReconMethod::gap_tv, y, mask, args, out, device);
-      },
-      docs::kGapTv, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations,
-      "lam"_a = defaults.lambda, "accelerate"_a = defaults.accelerate, "tv_weight"_a = defaults.tv.weight,
-      "tv_iterations"_a = defaults.tv.iterations, "vectorial"_a = defaults.tv.vectorial, py::kw_only(),
-      "callback"_a = py::none(), "progress"_a = false, out, device);
-  m.def(
-      "admm_tv",
-      [](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations, double lam,
-         double gamma, double tv_weight, int tv_iterations, bool vectorial, py::object callback, bool progress,
-         py::handle out, const std::string &device) {
-        const ReconArgs args{std::move(bands), step,  std::move(axis), iterations,    lam,
-                             gamma,            false, tv_weight,       tv_iterations, vectorial,
-                             std::move(callback), progress};
-        return reconstruct_tv(hpipe::ReconMethod::admm_tv, y, mask, args, out, device);
-      },
-      docs::kAdmmTv, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations,
-      "lam"_a = defaults.lambda, "gamma"_a = defaults.gamma, "tv_weight"_a = defaults.tv.weight,
-      "tv_iterations"_a = defaults.tv.iterations, "vectorial"_a = defaults.tv.vectorial, py::kw_only(),
-      "callback"_a = py::none(), "progress"_a = false, out, device);
+  const auto def_recon = [&](const char *name, const char *doc, hpipe::ReconMethod method, auto knob_type,
+                             py::arg_v knob) {
+    using Knob = decltype(knob_type);
+    m.def(
+        name,
+        [method](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations,
+                 double lam, Knob knob, double tv_weight, int tv_iterations, bool vectorial, py::object callback,
+                 bool progress, py::handle out, const std::string &device) {
+          ReconArgs args{std::move(bands), step,          std::move(axis), iterations,         lam, 0.0, false,
+                         tv_weight,        tv_iterations, vectorial,       std::move(callback), progress};
+          if constexpr (std::is_same_v<Knob, bool>) args.accelerate = knob;
+          else args.gamma = knob;
+          return reconstruct_tv(method, y, mask, args, out, device);
+        },
+        doc, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations, "lam"_a = defaults.lambda,
+        knob, "tv_weight"_a = defaults.tv.weight, "tv_iterations"_a = defaults.tv.iterations,
+        "vectorial"_a = defaults.tv.vectorial, py::kw_only(), "callback"_a = py::none(), "progress"_a = false, out,
+        device);
+  };
+  def_recon("gap_tv", docs::kGapTv, hpipe::ReconMethod::gap_tv, bool{}, "accelerate"_a = defaults.accelerate);
+  def_recon("admm_tv", docs::kAdmmTv, hpipe::ReconMethod::admm_tv, double{}, "gamma"_a = defaults.gamma);
   m.def(
       "psnr",
       [](py::handle estimate, py::handle truth, double peak, const std::string &device) {
