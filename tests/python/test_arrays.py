@@ -121,6 +121,32 @@ def test_bad_input_is_named(call, exception, message):
     assert message in error_message(call, exception)
 
 
+class FakeCudaArray:
+    """Says it lives on CUDA device 0 but hands over a host tensor's capsule: enough for the rules
+    hpipe applies before it touches memory, on a machine without a GPU."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA
+
+    def __dlpack__(self, stream=None):
+        self.streams.append(stream)
+        return torch.utils.dlpack.to_dlpack(self.tensor)
+
+
+def test_host_and_cuda_arrays_do_not_mix():
+    host = np.ones((3, 4), np.float32)
+    fake = FakeCudaArray(torch.ones(3, 4))
+    message = error_message(lambda: hpipe.batched_dot(host, fake), TypeError)
+    assert "hpipe.batched_dot: b: expected host memory like a, got CUDA memory on device 0" in message
+    assert fake.streams == [1]  # DLPack's number for the legacy default stream (no current-stream library)
+    message = error_message(lambda: hpipe.batched_dot(fake, host), TypeError)
+    assert "b: expected CUDA memory on device 0 like a, got host memory" in message
+
+
 def test_out_aliasing_an_input_is_an_error():
     x = np.ones((4, 8))
     assert "overlaps input x" in error_message(lambda: hpipe.exp(x, out=x), hpipe.Error)
