@@ -2,9 +2,6 @@
 // (arrays.h), checks what only the binding knows (ranks, kinds, dtypes), runs the C++ call with
 // the GIL released, and returns `out` (given or new). The shapes, checks and messages of the
 // operations themselves are the C++ API's.
-#include <pybind11/functional.h>
-#include <pybind11/stl.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -74,7 +71,7 @@ py::object cassi_forward(py::handle x_object, py::handle mask_object, int step, 
   dispatch(call.dtype(), [&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
-    hpipe::cassi_forward(x.input<T, 4>(), mask_of<T>(mask), d, out.view<T, 4 - 1>(), call.options());
+    hpipe::cassi_forward(x.input<T, 4>(), mask_of<T>(mask), d, out.view<T, 3>(), call.options());
   });
   return out.object;
 }
@@ -279,10 +276,11 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
 // ---- reconstruction ----
 
 // Called by the C++ loop after every iteration (GIL released): lets Ctrl-C stop it, draws the
-// progress bar, and calls the caller's callback; an exception from either ends the run.
+// progress bar, and calls the caller's callback; an exception from either ends the run. It holds
+// the callback as a handle (the caller's frame keeps it alive) so copies need no GIL.
 class Progress {
  public:
-  Progress(const char *op, py::object callback, bool bar) : op_(op), callback_(std::move(callback)), bar_(bar) {}
+  Progress(const char *op, py::handle callback, bool bar) : op_(op), callback_(callback), bar_(bar) {}
   void operator()(const IterationInfo &info) const {
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -302,7 +300,7 @@ class Progress {
 
  private:
   const char *op_;
-  py::object callback_;
+  py::handle callback_;
   bool bar_;
 };
 
