@@ -187,7 +187,8 @@ py::object conv1d(py::handle a_object, py::handle v_object, const std::string &m
   ConvMode mode = ConvMode::full;
   if (mode_name == "same") mode = ConvMode::same;
   else if (mode_name == "valid") mode = ConvMode::valid;
-  else if (mode_name != "full") call.value_error("mode", "expected 'full', 'same' or 'valid', got '" + mode_name + "'");
+  else if (mode_name != "full")
+    call.value_error("mode", "expected 'full', 'same' or 'valid', got '" + mode_name + "'");
   const Operand a = call.input(a_object, "a");
   call.require_rank(a, "a", 2, "(N, La)");
   const Operand v = call.input(v_object, "v");
@@ -413,8 +414,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("iterations", &hpipe::IterationInfo::iterations)
       .def_readonly("residual", &hpipe::IterationInfo::residual)
       .def("__repr__", [](const hpipe::IterationInfo &i) {
-        return "IterationInfo(iteration=" + std::to_string(i.iteration) +
-               ", iterations=" + std::to_string(i.iterations) + ", residual=" + py::repr(py::float_(i.residual)).cast<std::string>() + ")";
+        return "IterationInfo(iteration=" + std::to_string(i.iteration) + ", iterations=" +
+               std::to_string(i.iterations) + ", residual=" + std::string(py::repr(py::float_(i.residual))) + ")";
       });
 
   const auto out = py::arg("out") = py::none();
@@ -508,20 +509,17 @@ PYBIND11_MODULE(_core, m) {
   };
   def_recon("gap_tv", docs::kGapTv, hpipe::ReconMethod::gap_tv, bool{}, "accelerate"_a = defaults.accelerate);
   def_recon("admm_tv", docs::kAdmmTv, hpipe::ReconMethod::admm_tv, double{}, "gamma"_a = defaults.gamma);
-  m.def(
-      "psnr",
-      [](py::handle estimate, py::handle truth, double peak, const std::string &device) {
-        return image_quality("psnr", [](auto e, auto t, double p) { return hpipe::psnr(e, t, p); }, estimate, truth,
-                             peak, device);
-      },
-      docs::kPsnr, "estimate"_a, "truth"_a, "peak"_a = 1.0, py::kw_only(), device);
-  m.def(
-      "ssim",
-      [](py::handle estimate, py::handle truth, double data_range, const std::string &device) {
-        return image_quality("ssim", [](auto e, auto t, double r) { return hpipe::ssim(e, t, r); }, estimate, truth,
-                             data_range, device);
-      },
-      docs::kSsim, "estimate"_a, "truth"_a, "data_range"_a = 1.0, py::kw_only(), device);
+  // psnr and ssim: a number from two images and a scale.
+  const auto def_quality = [&](const char *name, const char *doc, const char *scale, auto run) {
+    m.def(
+        name,
+        [name, run](py::handle estimate, py::handle truth, double scale, const std::string &device) {
+          return image_quality(name, run, estimate, truth, scale, device);
+        },
+        doc, "estimate"_a, "truth"_a, py::arg(scale) = 1.0, py::kw_only(), device);
+  };
+  def_quality("psnr", docs::kPsnr, "peak", [](auto e, auto t, double peak) { return hpipe::psnr(e, t, peak); });
+  def_quality("ssim", docs::kSsim, "data_range", [](auto e, auto t, double range) { return hpipe::ssim(e, t, range); });
   m.def("synth", &synth, docs::kSynth, "bands"_a = 28, "height"_a = 256, "width"_a = 256, "seed"_a = 1,
         py::kw_only(), device);
 

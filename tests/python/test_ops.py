@@ -18,7 +18,8 @@ def assert_within(actual, expected, bound):
     error = np.abs(actual - expected)
     assert np.all(np.isfinite(actual)), "non-finite result"
     worst = np.unravel_index(np.argmax(error - bound), error.shape) if error.ndim else ()
-    assert np.all(error <= bound), f"error {error[worst]} > bound {np.broadcast_to(bound, error.shape)[worst]} at {worst}"
+    bound = np.broadcast_to(bound, error.shape)
+    assert np.all(error <= bound), f"error {error[worst]} > bound {bound[worst]} at {worst}"
 
 
 def cassi_inputs(rng, dtype, mask_kind):
