@@ -3,9 +3,11 @@
 # As root it runs apt-get; otherwise it prints the exact command to run and fails.
 set -eu
 # The hpipe tool reads MATLAB, HDF5 and TIFF through matio, libhdf5 and libtiff; its tests make their
-# fixtures as the Python tools do (scipy.io.savemat, h5py, tifffile) with Debian's python3.
+# fixtures as the Python tools do (scipy.io.savemat, h5py, tifffile). The Python module needs
+# pybind11 and the headers of Debian's python3; its tests NumPy, SciPy, PyTorch and pytest.
 packages="cmake ninja-build g++ make pkg-config libhalide14-0-dev libgtest-dev libbenchmark-dev libpng-dev
-libmatio-dev libhdf5-dev libtiff-dev python3-numpy python3-scipy python3-h5py python3-tifffile"
+libmatio-dev libhdf5-dev libtiff-dev python3-dev pybind11-dev python3-numpy python3-scipy python3-h5py
+python3-tifffile python3-pytest python3-torch"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
