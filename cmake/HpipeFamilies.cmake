@@ -5,8 +5,8 @@
 # hpipe_add_family(<family> KERNELS <kernel>... [VARIANT <kernel> OF <kernel> TYPES <type>...]...)
 #   KERNELS  kernels built for float32 and float64 (types f32 f64), each from the generators
 #            <kernel>_f32 and <kernel>_f64 that pipelines/<family>_generators.cpp registers
-#   VARIANT  a kernel scheduled with another kernel's knobs (a variant of it, tuned with it), built
-#            for the types listed after TYPES
+#   VARIANT  a kernel scheduled with the knobs of one of the KERNELS (a variant of it, tuned with
+#            it), built for the types listed after TYPES (default f32 f64)
 
 set_property(GLOBAL PROPERTY HPIPE_FAMILIES "")
 
@@ -20,6 +20,7 @@ endfunction()
 function(hpipe_add_family family)
   set(usage "hpipe_add_family(${family} KERNELS <kernel>... [VARIANT <kernel> OF <kernel> TYPES <type>...]...)")
   set(kernels "")
+  set(base_kernels "")  # the KERNELS, which a VARIANT can be OF
   set(keyword "")
   set(variant "")  # the VARIANT whose OF and TYPES come next
   foreach (arg IN LISTS ARGN)
@@ -37,19 +38,22 @@ function(hpipe_add_family family)
       set(keyword ${arg})
     elseif (keyword STREQUAL "KERNELS" OR (keyword STREQUAL "VARIANT" AND NOT variant))
       list(APPEND kernels ${arg})
+      if (keyword STREQUAL "KERNELS")
+        list(APPEND base_kernels ${arg})
+      endif ()
       set_property(GLOBAL PROPERTY HPIPE_KERNEL_TYPES_${arg} f32 f64)
       set_property(GLOBAL PROPERTY HPIPE_KERNEL_KNOBS_OF_${arg} ${arg})
       if (keyword STREQUAL "VARIANT")
         set(variant ${arg})
       endif ()
-    elseif (keyword STREQUAL "OF" AND arg IN_LIST kernels AND NOT arg STREQUAL variant)
+    elseif (keyword STREQUAL "OF" AND arg IN_LIST base_kernels)
       set_property(GLOBAL PROPERTY HPIPE_KERNEL_KNOBS_OF_${variant} ${arg})
-      set(keyword "")  # OF names one kernel
+      set(keyword "OF ${arg}")  # OF names one kernel
     elseif (keyword STREQUAL "TYPES" AND arg MATCHES "^f(32|64)$")
       set_property(GLOBAL APPEND PROPERTY HPIPE_KERNEL_TYPES_${variant} ${arg})
     else ()
-      message(FATAL_ERROR "${usage}: unexpected '${arg}' after ${keyword} (OF names another kernel of the "
-                          "family, TYPES are f32 or f64)")
+      message(FATAL_ERROR "${usage}: unexpected '${arg}' after ${keyword} (OF names one of the family's "
+                          "KERNELS, TYPES are f32 or f64)")
     endif ()
   endforeach ()
   _hpipe_check_variant("${variant}" "${usage}")
