@@ -103,7 +103,7 @@ struct Built {
 enum class Size { small, workload };
 
 struct TunableOp {
-  std::string name;     // the kernel's name in hpipe_add_kernel(), e.g. cassi_forward
+  std::string name;     // the kernel's name in hpipe_add_family(), e.g. cassi_forward
   KnobSpace cpu, cuda;  // from sched::<Family>Knobs::Cpu / ::Cuda
   // The algorithm on fresh float32 JIT parameters, estimates set; scheduled with `knobs`
   // ("a:1,b:2", CPU or CUDA schedule by the target's features) or, when `knobs` is null, left

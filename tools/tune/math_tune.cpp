@@ -1,12 +1,12 @@
-// The transcendental family's entry in the tuner registry: math_exp, math_log, math_erf (elementwise)
+// The math family's entry in the tuner registry: math_exp, math_log, math_erf (elementwise)
 // and math_logsumexp, their cases and tolerances. The algorithms, estimates, knob structs and the
-// chunk size of logsumexp are the generator's own (pipelines/transcendental_generators.cpp).
+// chunk size of logsumexp are the generator's own (pipelines/math_generators.cpp).
 #include <cmath>
 #include <random>
 #include <sstream>
 
-#include "generators/transcendental.h"
-#include "schedules/transcendental.h"
+#include "generators/math.h"
+#include "schedules/math.h"
 #include "tests/reference/math_reference.h"
 #include "tools/tune/case_util.h"
 
@@ -101,7 +101,7 @@ std::vector<Case> logsumexp_cases(Size size, std::uint32_t seed) {
 
 std::function<alg::Elementwise(Built &)> elementwise(MathFunction fn) {
   return [fn](Built &built) {
-    const alg::TranscendentalEstimates e;
+    const alg::MathEstimates e;
     ImageParam x = buffer_param(built, "x", 1, e.flat());
     auto op = alg::elementwise(x, fn);
     set_output(built, op.y, e.flat());
@@ -111,10 +111,10 @@ std::function<alg::Elementwise(Built &)> elementwise(MathFunction fn) {
 
 }  // namespace
 
-HPIPE_TUNE_FAMILY(transcendental) {
+HPIPE_TUNE_FAMILY(math) {
   using K = sched::MathElementwiseKnobs;
   std::function<alg::LogSumExp(Built &)> logsumexp = [](Built &built) {
-    const alg::TranscendentalEstimates e;
+    const alg::MathEstimates e;
     ImageParam x = buffer_param(built, "x", 3, e.matrix());
     auto op = alg::logsumexp(x, x.dim(1).extent(), sched::logsumexp_rows_per_chunk(built.target, x.type()), x.type());
     set_output(built, op.out, e.reduced());
@@ -127,7 +127,7 @@ HPIPE_TUNE_FAMILY(transcendental) {
                                    kLogTolerance),
       make_op<K, alg::Elementwise>("math_erf", elementwise(MathFunction::erf), elementwise_cases(MathFunction::erf),
                                    kErfTolerance),
-      make_op<sched::LogSumExpKnobs, alg::LogSumExp>("math_logsumexp", logsumexp, logsumexp_cases,
+      make_op<sched::MathLogSumExpKnobs, alg::LogSumExp>("math_logsumexp", logsumexp, logsumexp_cases,
                                                      kLogSumExpTolerance),
   };
 }
