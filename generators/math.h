@@ -7,10 +7,7 @@
 // it: float64 results in double, float32 results in float (16 lanes per AVX-512 vector), without
 // branches. logsumexp's float32 terms (exp_nonpositive) only need to be good relative to a sum of
 // at least 1 and are not strict either.
-// Accuracy, measured by tests/test_math.cpp (the table is in runtime/include/hpipe/math.h), with
-// FMA (without, on SSE4.1):
-//   float32  exp 0.764 (0.764), log 0.827 (0.824), erf 1.147 (1.337) ULP (all 2^32 inputs)
-//   float64  exp 0.768 (0.768), log 0.820 (0.820), erf 1.209 (1.355) ULP (2.2-2.6 million samples)
+// Accuracy: the table in runtime/include/hpipe/math.h, measured by tests/test_math.cpp.
 //
 // Layout (Halide order, innermost first): elementwise x(i) -> y(i); logsumexp reduces the middle
 // dimension of x(i, r, o) into out(i, o): any axis of a C-order N-D array is (inner, axis, outer).

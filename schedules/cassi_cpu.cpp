@@ -1,8 +1,7 @@
 // CPU-vector schedules of the CASSI family.
 //
-// Reached at W4 (16, 28, 256, 256), S = 2, default knobs, 2 threads, AVX-512 variant, on a 2-core
-// Xeon (Cascade Lake, KVM), idle, BM_stream_copy 19.8 GB/s: forward 9.0 ms (69% of the copy),
-// adjoint 8.6 ms (72%), pinv 10.3 ms (60%), pinv_alpha 14.7 ms (42%). (make bench, 2026-11-22)
+// W4 A 9.7 ms, Aᵀ 8.9 ms, A⁺ 9.4 ms, column-count inverse 14.2 ms (72 / 74 / 74 / 49% of
+// BM_stream_copy); 2-core Xeon (Cascade Lake, AVX-512, KVM), hpipe_bench median of 3, 2026-11-22.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 

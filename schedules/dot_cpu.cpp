@@ -2,12 +2,9 @@
 //
 // Parallel over chunks of 2048 products (fused with rows, so a few long rows and many short rows
 // both fill the cores); within a chunk the kDotLanes partial sums are one register-resident vector
-// accumulator. Measured on a 2-core Xeon (Cascade Lake, AVX-512 target, KVM, shared with other
-// builds), default knobs: 500 x 500 float32 113 us on one thread (L3-bound), 101-317 us on two;
-// 4096 x 4096 12.3-34 ms (54-108% of BM_stream_copy); 4 x 10^7 29-89 ms. Transposed (column
-// kernel): 4096 x 4096 19-25 ms; 4 x 10^7 81 ms on one thread. Later, idle, 2 threads: 500 x 500
-// 52 us, 4096 x 4096 6.7 ms, transposed 4096 x 4096 6.7 ms, transposed 4 x 10^7 16.6 ms (the
-// runtime reads those few columns as 64 interleaved ones). Details: README "Performance".
+// accumulator.
+//
+// 4096 x 4096 float32: 6.9 ms (104% of BM_stream_copy); 2-core Xeon (Cascade Lake, AVX-512, KVM), hpipe_bench median of 3, 2026-11-22.
 #include "schedules/common.h"
 #include "schedules/dot.h"
 

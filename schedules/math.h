@@ -11,8 +11,7 @@ namespace hpipe::sched {
 // 128 KiB of float32, which stay in L2 between the max and the sum pass. CUDA: each chunk's
 // (shift, sum) goes through device memory and each column folds its chunks one after another, so
 // longer chunks save both, as long as a thread's chunk stays in cache for the sum pass: 256 bytes
-// of a column (H100, 10000 x 10000 axis 0: float32 0.302 ms with 64 rows, 0.356 with 32, 0.340
-// with 128; float64 0.531 ms with 32 rows, 0.647 with 64).
+// of a column (the sizes measured: docs/performance-notes.md).
 inline int logsumexp_rows_per_chunk(const Halide::Target &target, const Halide::Type &type) {
   return target.has_feature(Halide::Target::CUDA) ? 256 / type.bytes() : 32;
 }

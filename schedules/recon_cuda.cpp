@@ -2,9 +2,7 @@
 // dimensions in the third block dimension; each Chambolle step is one launch over the whole cube
 // (the step loop runs on the host), the dual and the denoised image live in device memory.
 //
-// H100 80GB HBM3 (sm_80 PTX), default knobs, 28 x 256 x 256, 5 TV steps, `hpipe_bench` median of 3:
-// GAP-TV iteration 0.163 ms, ADMM-TV iteration 0.171 ms, TV denoiser 0.132 ms. An iteration's 24 MB
-// move in about 8 us at copy speed: the launches and their waits dominate, not memory.
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 0.163 ms (launch-bound); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-22.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
