@@ -1,90 +1,296 @@
 #!/usr/bin/env python3
-"""The peers of ../shared/workloads.md in PyTorch, timed at hpipe_bench's sizes, for comparison.
+"""hpipe called from Python against the methods of ../shared/workloads.md, on the same inputs, in one run.
 
-Prints one line per case: median milliseconds over --repeats calls after a warm-up, data resident
-on the device (--device cuda|cpu). Outputs are preallocated (out=) where PyTorch allows it. Run it
-beside `hpipe_bench` on the same machine; hpipe is not needed.
+Per case (the W1-W4 shapes of hpipe_bench): hpipe's time called from Python, every peer's (PyTorch,
+and NumPy / SciPy / numexpr on the CPU, where installed), and the ratio best peer / hpipe. With the
+C++ benchmark binary (--hpipe-bench, found in build/bench by default) the same run also times each
+case's `hpipe_bench` benchmark and prints how the Python call compares: from Python hpipe should be
+at least as far ahead of the best peer as from C++ (within 10%). Then the Python call overhead of a
+tiny call (W3 case A) and the 500 x 500 batched dot against (a*b).sum(1) at every thread count.
+
+Times are medians of --repeats samples after a warm-up; a sample of a short call is the mean of a
+batch of calls lasting about a millisecond. Outputs are preallocated (out=) where the method allows
+it. Without hpipe importable only the peers are timed (a GPU host with PyTorch alone).
 """
 import argparse
+import importlib
+import json
+import os
+import pathlib
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
+import torch.nn.functional as F
+
+try:
+    import hpipe
+except ImportError:
+    hpipe = None
 
 
-def timed_ms(fn, device, repeats):
-    fn()  # warm-up (kernel selection, allocator)
-    times = []
+def optional(module):
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+np, special, signal, numexpr = (optional(m) for m in ("numpy", "scipy.special", "scipy.signal", "numexpr"))
+
+PYTHON_GOAL = 1.1  # from Python, within 10% of hpipe_bench's lead over the best peer
+OVERHEAD_GOAL_US = 2.0  # Python call over the C++ call, W3 case A
+
+
+def seconds_per_call(fn, device, repeats):
+    """Median seconds per call of `repeats` samples; a sample batches calls to last about 1 ms."""
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    fn()  # warm-up: kernel selection, allocator, caches
+    sync()
+    start = time.perf_counter()
+    fn()
+    sync()
+    batch = max(1, int(1e-3 / max(time.perf_counter() - start, 1e-9)))
+    samples = []
     for _ in range(repeats):
-        if device == "cuda":
-            torch.cuda.synchronize()
+        sync()
         start = time.perf_counter()
-        fn()
-        if device == "cuda":
-            torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+        for _ in range(batch):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - start) / batch)
+    return statistics.median(samples)
+
+
+class Case:
+    """One workload case: the hpipe call, its peers by name, and its hpipe_bench benchmark."""
+
+    def __init__(self, label, bench, hpipe_call, peers, repeats=None):
+        self.label, self.bench, self.hpipe_call, self.peers, self.repeats = label, bench, hpipe_call, peers, repeats
 
 
 def cases(device):
+    """Every case, made one workload at a time (each workload's arrays go when its cases are done)."""
     gen = torch.Generator(device=device).manual_seed(7)
 
     def uniform(*shape, dtype=torch.float32, lo=0.05, hi=1.0):
         return torch.rand(*shape, generator=gen, device=device, dtype=dtype) * (hi - lo) + lo
 
-    # W2: 10^8 elements.
+    for workload in (w1_cases, w3_cases, w4_cases, w2_cases):
+        yield from workload(uniform, device == "cpu")
+
+
+def w1_cases(uniform, cpu):
+    """Batched dot products."""
+    for n, k in ((500, 500), (4096, 4096)):
+        a, b = uniform(n, k), uniform(n, k)
+        out = torch.empty(n, device=a.device)
+        peers = {"(a*b).sum(1)": lambda a=a, b=b: (a * b).sum(1),
+                 "bmm": lambda a=a, b=b: torch.bmm(a.unsqueeze(1), b.unsqueeze(2))}
+        if cpu and np:
+            an, bn = a.numpy(), b.numpy()
+            peers["np.einsum"] = lambda an=an, bn=bn: np.einsum("ij,ij->i", an, bn)
+        yield Case(f"W1 dot {n}x{k}", f"BM_dot/{n}/{k}", lambda a=a, b=b, out=out: hpipe.batched_dot(a, b, out=out),
+                   peers)
+
+
+def w3_cases(uniform, cpu):
+    """Batched full convolutions: one kernel per row (case A and a large batch), one shared kernel (case B)."""
+    for n, la, lv in ((5, 5, 7), (100000, 9, 7)):
+        a, v = uniform(n, la), uniform(n, lv)
+        out = torch.empty(n, la + lv - 1, device=a.device)
+        peers = {"grouped F.conv1d": lambda a=a, v=v, n=n, lv=lv: F.conv1d(
+            a.unsqueeze(0), v.unsqueeze(1).flip(2), padding=lv - 1, groups=n)}
+        if cpu and signal:
+            peers["fftconvolve"] = lambda a=a.numpy(), v=v.numpy(): signal.fftconvolve(a, v, axes=1)
+        if cpu and np and n <= 1000:
+            peers["np.convolve rows"] = lambda a=a.numpy(), v=v.numpy(): [np.convolve(r, k) for r, k in zip(a, v)]
+        yield Case(f"W3 conv1d rows {n}x{la}*{lv}", f"BM_conv1d_rows/{n}/{la}/{lv}",
+                   lambda a=a, v=v, out=out: hpipe.conv1d(a, v, out=out), peers)
+    signals, kernel = uniform(100, 9), uniform(6)
+    out = torch.empty(100, 14, device=signals.device)
+    yield Case("W3 conv1d shared 100x9*6", "BM_conv1d_shared/100/9/6",
+               lambda: hpipe.conv1d(signals, kernel, out=out),
+               {"F.conv1d": lambda: F.conv1d(signals.unsqueeze(1), kernel.flip(0).view(1, 1, -1), padding=5)})
+
+
+def w4_cases(uniform, cpu):
+    """CASSI at (16, 28, 256, 256), S = 2, a shared mask."""
+    bsz, c, h, w, s = 16, 28, 256, 256, 2
+    x, mask, y = uniform(bsz, c, h, w), uniform(h, w), uniform(bsz, h, w + (c - 1) * s)
+    y_out, x_out = torch.empty_like(y), torch.empty_like(x)
+    alpha = torch.zeros(w + (c - 1) * s, device=mask.device)
+    for i in range(c):
+        alpha[i * s:i * s + w] += 1
+    phi = hpipe.cassi_phi(mask, c, s) if hpipe else None
+
+    def slice_adds():
+        y_out.zero_()
+        masked = x * mask
+        for i in range(c):
+            y_out[:, :, i * s:i * s + w] += masked[:, i]
+
+    def crops(measurement):
+        return torch.stack([measurement[:, :, i * s:i * s + w] for i in range(c)], dim=1)
+
+    yield Case("W4 CASSI A", "BM_cassi_forward/16/28/256/256/2",
+               lambda: hpipe.cassi_forward(x, mask, s, out=y_out), {"slice-adds": slice_adds}, repeats=5)
+    yield Case("W4 CASSI A^T", "BM_cassi_adjoint/16/28/256/256/2",
+               lambda: hpipe.cassi_adjoint(y, mask, c, s, out=x_out), {"crops": lambda: crops(y) * mask}, repeats=5)
+    yield Case("W4 CASSI A^+", "BM_cassi_pinv/16/28/256/256/2",
+               lambda: hpipe.cassi_pinv(y, mask, c, s, out=x_out), {"crops of y/phi": lambda: crops(y / phi) * mask},
+               repeats=5)
+    yield Case("W4 column-count inverse", "BM_cassi_pinv_alpha/16/28/256/256/2",
+               lambda: hpipe.cassi_pinv_alpha(y, mask, c, s, out=x_out),
+               {"crops + cat": lambda: torch.cat([(y / alpha)[:, None, :, i * s:i * s + w] for i in range(c)], 1) / mask},
+               repeats=5)
+
+
+def w2_cases(uniform, cpu):
+    """Transcendentals of 10^8 elements; few repeats (each call moves 0.8-1.6 GB)."""
     for dtype, tag in ((torch.float32, "f32"), (torch.float64, "f64")):
         x = uniform(10000, 10000, dtype=dtype)
         y = torch.empty_like(x)
-        yield f"exp_{tag}", lambda x=x, y=y: torch.exp(x, out=y)
-        yield f"log_{tag}", lambda x=x, y=y: torch.log(x, out=y)
-        yield f"erf_{tag}", lambda x=x, y=y: torch.erf(x, out=y)
-        yield f"logsumexp_{tag} axis 0", lambda x=x: torch.logsumexp(x, dim=0)
-        del x, y
-    x = uniform(10000, 10000)
-    yield "logsumexp_f32 axis 1", lambda: torch.logsumexp(x, dim=1)
-    del x
+        xn, yn = (x.numpy(), y.numpy()) if cpu and np else (None, None)
+        for name in ("exp", "log", "erf"):
+            peers = {f"torch.{name}": lambda x=x, y=y, f=getattr(torch, name): f(x, out=y)}
+            if xn is not None:
+                if name != "erf":
+                    peers[f"np.{name}"] = lambda f=getattr(np, name), xn=xn, yn=yn: f(xn, out=yn)
+                elif special:
+                    peers["scipy erf"] = lambda xn=xn, yn=yn: special.erf(xn, out=yn)
+                if numexpr and name != "erf":  # numexpr has no erf
+                    peers[f"ne.evaluate {name}"] = lambda name=name, xn=xn, yn=yn: numexpr.evaluate(
+                        f"{name}(x)", {"x": xn}, out=yn)
+            yield Case(f"W2 {name} {tag}", f"BM_{name}_{tag}/10000/10000",
+                       lambda x=x, y=y, f=getattr(hpipe, name, None): f(x, out=y), peers, repeats=3)
+        for axis in ((0, 1) if tag == "f32" else (0,)):
+            out = torch.empty(10000, dtype=dtype, device=x.device)
+            peers = {"torch.logsumexp": lambda x=x, axis=axis: torch.logsumexp(x, dim=axis)}
+            if xn is not None and special:
+                peers["scipy logsumexp"] = lambda axis=axis, xn=xn: special.logsumexp(xn, axis=axis)
+            yield Case(f"W2 logsumexp {tag} axis {axis}", f"BM_logsumexp_{tag}/10000/10000/{axis}",
+                       lambda x=x, axis=axis, out=out: hpipe.logsumexp(x, axis, out=out), peers, repeats=3)
 
-    # W1: batched dot products, the fast peer and bmm.
-    for n, k in ((500, 500), (4096, 4096)):
-        a, b = uniform(n, k), uniform(n, k)
-        yield f"dot {n}x{k} (a*b).sum(1)", lambda a=a, b=b: (a * b).sum(1)
-        yield f"dot {n}x{k} bmm", lambda a=a, b=b: torch.bmm(a.unsqueeze(1), b.unsqueeze(2))
 
-    # W3: grouped conv1d, one kernel per row (full convolution).
-    for n, la, lv in ((5, 5, 7), (100000, 9, 7)):
-        a, v = uniform(n, la), uniform(n, lv)
-        yield f"conv1d rows {n}x{la}*{lv}", lambda a=a, v=v, n=n, lv=lv: torch.nn.functional.conv1d(
-            a.unsqueeze(0), v.unsqueeze(1).flip(2), padding=lv - 1, groups=n)
+def cpp_times(binary, names, device):
+    """Seconds per call of the named hpipe_bench benchmarks (median of 3 repetitions)."""
+    prefix = "BM_cuda_" if device == "cuda" else "BM_"
+    names = [prefix + name[len("BM_"):] for name in names]
+    pattern = "^(" + "|".join(names) + ")(/real_time)?$"
+    with tempfile.NamedTemporaryFile(suffix=".json") as report:
+        process = subprocess.run([binary, f"--benchmark_filter={pattern}", "--benchmark_repetitions=3",
+                                  "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.3",
+                                  f"--benchmark_out={report.name}", "--benchmark_out_format=json"],
+                                 capture_output=True, text=True)
+        text = pathlib.Path(report.name).read_text()
+    if process.returncode != 0 or not text:
+        raise RuntimeError(f"{binary} --benchmark_filter={pattern} gave no results:\n{process.stderr}")
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+    return {run["run_name"].replace(prefix, "BM_", 1).removesuffix("/real_time"):
+            run["real_time"] * scale[run["time_unit"]]
+            for run in json.loads(text)["benchmarks"] if run.get("aggregate_name") == "median"}
 
-    # W4: CASSI forward as a loop of slice-adds, the adjoint as a loop of crops.
-    bsz, c, h, w, s = 16, 28, 256, 256, 2
-    x, mask = uniform(bsz, c, h, w), uniform(h, w)
-    y = torch.zeros(bsz, h, w + (c - 1) * s, device=device)
 
-    def forward():
-        y.zero_()
-        masked = x * mask
-        for i in range(c):
-            y[:, :, i * s:i * s + w] += masked[:, i]
-
-    def adjoint():
-        return torch.stack([y[:, :, i * s:i * s + w] for i in range(c)], dim=1) * mask
-
-    yield "cassi_forward slice-adds", forward
-    yield "cassi_adjoint crops", adjoint
+def show(seconds):
+    if seconds is None:
+        return "-"
+    return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=20, help="samples per case (the large W2/W4 cases: fewer)")
+    parser.add_argument("--hpipe-bench", default=str(pathlib.Path(__file__).resolve().parents[1] / "build/bench/hpipe_bench"),
+                        help="the C++ benchmark binary, run for the same cases (skipped if absent)")
+    parser.add_argument("--filter", default="", help="only the cases whose label contains this text")
     args = parser.parse_args()
-    name = torch.cuda.get_device_name() if args.device == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    print(f"PyTorch {torch.__version__} on {name}")
-    for label, fn in cases(args.device):
-        print(f"{label:40s} {timed_ms(fn, args.device, args.repeats):10.3f} ms", flush=True)
+    threads = hpipe.num_threads() if hpipe else os.cpu_count()
+    # The peers run with PyTorch's default thread count and with hpipe's; the faster counts.
+    peer_threads = sorted({torch.get_num_threads(), threads})
+    where = torch.cuda.get_device_name() if args.device == "cuda" else \
+        f"CPU, hpipe {threads} threads, peers {' and '.join(map(str, peer_threads))}"
+    print(f"PyTorch {torch.__version__}, NumPy {np.__version__ if np else '-'}, "
+          f"numexpr {numexpr.__version__ if numexpr else 'not installed'}, on {where}; "
+          f"hpipe {'from ' + hpipe.__file__ if hpipe else 'not importable: peers only'}")
+
+    binary = args.hpipe_bench if hpipe and os.access(args.hpipe_bench, os.X_OK) else None
+    print(f"hpipe_bench: {binary or 'not found: Python figures only'}")
+    header = f"{'case':30s} {'hpipe py':>10s} {'best peer':>28s} {'peer/py':>8s} {'C++':>10s} {'peer/C++':>9s} {'py/C++':>7s}"
+    print(header)
+    rows = []  # (label, hpipe_bench name, seconds from Python, best peer, its seconds): no arrays kept
+    for case in cases(args.device):
+        if args.filter not in case.label:
+            continue
+        repeats = min(args.repeats, case.repeats or args.repeats)
+        peer_times = {}
+        for name, fn in case.peers.items():
+            for n in peer_threads:
+                torch.set_num_threads(n)
+                label = f"{name} @{n}t" if len(peer_threads) > 1 else name
+                peer_times[label] = seconds_per_call(fn, args.device, repeats)
+        torch.set_num_threads(threads)
+        best = min(peer_times, key=peer_times.get)
+        py = seconds_per_call(case.hpipe_call, args.device, repeats) if hpipe else None
+        rows.append((case.label, case.bench, py, best, peer_times[best]))
+        others = ", ".join(f"{name} {show(t)}" for name, t in peer_times.items() if name != best)
+        print(f"{case.label:30s} {show(py):>10s} {best + ' ' + show(peer_times[best]):>28s} "
+              f"{peer_times[best] / py if py else float('nan'):8.2f}" + (f"   (also {others})" if others else ""),
+              flush=True)
+        del case
+
+    # hpipe_bench runs after the Python timings, whose arrays are gone by then.
+    cpp = cpp_times(binary, [bench for _, bench, _, _, _ in rows], args.device) if binary else {}
+    if cpp:
+        print(f"\nWith hpipe_bench (same cases; py/C++ <= {PYTHON_GOAL} keeps Python within 10% of C++'s lead):")
+        print(header)
+        for label, bench, py, best, peer in rows:
+            c = cpp.get(bench)
+            if c is None:
+                continue
+            verdict = "ok" if py / c <= PYTHON_GOAL else "BEHIND"
+            print(f"{label:30s} {show(py):>10s} {best + ' ' + show(peer):>28s} "
+                  f"{peer / py:8.2f} {show(c):>10s} {peer / c:9.2f} {py / c:7.2f}  {verdict}")
+
+    if hpipe and args.device == "cpu" and np and not args.filter:
+        small_call_figures(cpp, binary, args.device, args.repeats)
+
+
+def small_call_figures(cpp, binary, device, repeats):
+    """The cost of a tiny call from Python, and the small batched dot at every thread count."""
+    gen = torch.Generator().manual_seed(3)
+    a, v = torch.rand(5, 5, generator=gen), torch.rand(5, 7, generator=gen)
+    out = torch.empty(5, 11)
+    an, vn, outn = a.numpy(), v.numpy(), out.numpy()
+    c = cpp.get("BM_conv1d_rows/5/5/7")
+    print("\nW3 case A (5 rows of 5, 7 taps), one call" + (f"; hpipe_bench {show(c)}" if c else ""))
+    for kind, call in (("NumPy arrays", lambda: hpipe.conv1d(an, vn, out=outn)),
+                       ("torch tensors", lambda: hpipe.conv1d(a, v, out=out))):
+        t = min(seconds_per_call(call, device, repeats) for _ in range(3))
+        overhead = f", overhead over C++ {(t - c) * 1e6:.2f} us (goal <= {OVERHEAD_GOAL_US} us)" if c else ""
+        print(f"  hpipe.conv1d(..., out=) with {kind}: {show(t)}{overhead}")
+
+    a, b = torch.rand(500, 500, generator=gen), torch.rand(500, 500, generator=gen)
+    out = torch.empty(500)
+    print("W1 dot 500x500 at every thread count (hpipe.set_num_threads, torch.set_num_threads):")
+    default = hpipe.num_threads()
+    for threads in range(1, os.cpu_count() + 1):
+        hpipe.set_num_threads(threads)
+        torch.set_num_threads(threads)
+        t_hpipe = seconds_per_call(lambda: hpipe.batched_dot(a, b, out=out), device, repeats)
+        t_peer = seconds_per_call(lambda: (a * b).sum(1), device, repeats)
+        print(f"  {threads} thread(s): hpipe {show(t_hpipe)}, (a*b).sum(1) {show(t_peer)}, "
+              f"ratio {t_peer / t_hpipe:.2f} {'ok' if t_hpipe < t_peer else 'BEHIND'}")
+    hpipe.set_num_threads(default)
+    torch.set_num_threads(default)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

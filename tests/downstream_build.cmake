@@ -13,3 +13,10 @@ run("${CMAKE_COMMAND}" -S "${SOURCE}/examples/cassi_demo" -B "${WORK}/build" -DC
     "-DCMAKE_PREFIX_PATH=${WORK}/prefix")
 run("${CMAKE_COMMAND}" --build "${WORK}/build")
 run("${WORK}/build/cassi_demo")
+# With -D PYTHON=<interpreter> -D PYTHON_DIR=<package dir under the prefix>: the Python package
+# installed beside the library imports from the prefix alone and computes.
+if (PYTHON)
+  run("${CMAKE_COMMAND}" -E env "PYTHONPATH=${WORK}/prefix/${PYTHON_DIR}" "${PYTHON}" -c
+      "import hpipe, numpy as np; assert hpipe.__file__.startswith('${WORK}/prefix'), hpipe.__file__; \
+np.testing.assert_allclose(hpipe.exp(np.zeros(3)), np.ones(3)); print('installed hpipe imports from', hpipe.__file__)")
+endif ()

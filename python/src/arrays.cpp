@@ -1,0 +1,242 @@
+#include "arrays.h"
+
+#include <new>
+
+namespace hpipe::python {
+namespace {
+
+std::string type_name(py::handle object) {
+  const py::handle type = py::type::handle_of(object);
+  const std::string module = py::str(type.attr("__module__"));
+  const std::string name = py::str(type.attr("__qualname__"));
+  return module == "builtins" ? name : module + "." + name;
+}
+
+std::string dlpack_dtype_string(const DLDataType &t) {
+  std::string name;
+  switch (t.code) {
+    case kDLInt: name = "int"; break;
+    case kDLUInt: name = "uint"; break;
+    case kDLFloat: name = "float"; break;
+    case kDLBfloat: name = "bfloat"; break;
+    case kDLComplex: name = "complex"; break;
+    case kDLBool: return "bool";
+    default: name = "type code " + std::to_string(t.code) + " of ";
+  }
+  name += std::to_string(t.bits);
+  if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
+  return name;
+}
+
+std::string memory_string(Memory memory, int device_id) {
+  return memory == Memory::host ? "host memory" : "CUDA memory on device " + std::to_string(device_id);
+}
+
+// The CUDA stream hpipe runs on for an array of the caller's library (its current stream).
+std::intptr_t consumer_stream(py::handle object, int device_id) {
+  return py::module_::import("hpipe._arrays").attr("cuda_stream")(object, device_id).cast<std::intptr_t>();
+}
+
+}  // namespace
+
+const char *to_string(DType dtype) { return dtype == DType::f32 ? "float32" : "float64"; }
+
+std::string shape_string(const std::vector<std::int64_t> &shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+bool Operand::c_contiguous() const {
+  std::int64_t expected = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    if (shape[d] != 1 && strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+Call::Call(const char *op, const std::string &device) : op_(op) {
+  if (device == "auto") options_.device = Device::automatic;
+  else if (device == "cpu") options_.device = Device::cpu;
+  else if (device == "cuda") options_.device = Device::cuda;
+  else value_error("device", "expected 'auto', 'cpu' or 'cuda', got '" + device + "'");
+}
+
+void Call::type_error(const char *name, const std::string &what) const {
+  throw py::type_error("hpipe." + op_ + ": " + name + ": " + what);
+}
+
+void Call::value_error(const char *name, const std::string &what) const {
+  throw Error("hpipe." + op_ + ": " + name + ": " + what);
+}
+
+void Call::require_rank(const Operand &a, const char *name, int rank, const char *dims) const {
+  if (a.rank != rank)
+    value_error(name, "expected " + std::to_string(rank) + " dimensions " + dims + ", got shape " +
+                          shape_string(a.shape_vector()));
+}
+
+void Call::require_rank(const Operand &a, const char *name, int low, int high, const char *dims) const {
+  if (a.rank < low || a.rank > high)
+    value_error(name, "expected " + std::to_string(low) + " to " + std::to_string(high) + " dimensions " + dims +
+                          ", got shape " + shape_string(a.shape_vector()));
+}
+
+Operand Call::read(py::handle object, const char *name, bool writable) {
+  Operand a;
+  a.object = py::reinterpret_borrow<py::object>(object);
+  std::size_t itemsize = 0;
+  if (py::isinstance<py::array>(object)) {
+    const auto *array = py::detail::array_proxy(object.ptr());
+    const auto *descr = py::detail::array_descriptor_proxy(array->descr);
+    if (descr->kind != 'f' || (descr->elsize != 4 && descr->elsize != 8))
+      type_error(name, "expected float32 or float64, got " + std::string(py::str(object.attr("dtype"))));
+    if (descr->byteorder == '>')
+      type_error(name, "expected native byte order, got " + std::string(py::str(object.attr("dtype"))) +
+                           "; convert with x.astype(x.dtype.newbyteorder('='))");
+    if (writable && !(array->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_))
+      type_error(name, "is read-only; pass a writable array");
+    if (array->nd > kMaxRank)
+      value_error(name, "has " + std::to_string(array->nd) + " dimensions; hpipe takes at most " +
+                            std::to_string(kMaxRank));
+    itemsize = static_cast<std::size_t>(descr->elsize);
+    a.numpy = true;
+    a.dtype = itemsize == 4 ? DType::f32 : DType::f64;
+    a.data = array->data;
+    a.rank = array->nd;
+    for (int d = 0; d < a.rank; d++) {
+      if (array->strides[d] % descr->elsize != 0)
+        type_error(name, "strides in bytes must be multiples of the element size " + std::to_string(itemsize) +
+                             ", got " + std::to_string(array->strides[d]) + " in dimension " + std::to_string(d));
+      a.shape[d] = array->dimensions[d];
+      a.strides[d] = array->strides[d] / descr->elsize;
+    }
+  } else if (py::hasattr(object, "__dlpack__")) {
+    const auto device = object.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+    a.device_id = device.second;
+    py::object stream = py::none();
+    if (device.first == kDLCPU || device.first == kDLCUDAHost) {
+      a.memory = Memory::host;
+    } else if (device.first == kDLCUDA || device.first == kDLCUDAManaged) {
+      a.memory = Memory::cuda;
+      a.stream = consumer_stream(object, a.device_id);
+      // DLPack's stream numbers: 1 is the legacy default stream (0 is ambiguous, not allowed).
+      stream = py::int_(a.stream ? a.stream : 1);
+    } else {
+      type_error(name, "expected host or CUDA memory, got DLPack device type " + std::to_string(device.first));
+    }
+    py::object capsule;
+    try {
+      capsule = stream.is_none() ? object.attr("__dlpack__")() : object.attr("__dlpack__")(py::arg("stream") = stream);
+    } catch (py::error_already_set &e) {
+      type_error(name, "its __dlpack__ export failed: " + std::string(e.what()));
+    }
+    if (!PyCapsule_IsValid(capsule.ptr(), "dltensor"))
+      type_error(name, "__dlpack__ did not return an unused \"dltensor\" capsule");
+    // Taking ownership: the capsule is renamed and its DLManagedTensor deleted by us.
+    a.dlpack.reset(static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule.ptr(), "dltensor")));
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+    const DLTensor &t = a.dlpack->dl_tensor;
+    if (t.dtype.code != kDLFloat || t.dtype.lanes != 1 || (t.dtype.bits != 32 && t.dtype.bits != 64))
+      type_error(name, "expected float32 or float64, got " + dlpack_dtype_string(t.dtype));
+    if (t.ndim > kMaxRank)
+      value_error(name, "has " + std::to_string(t.ndim) + " dimensions; hpipe takes at most " +
+                            std::to_string(kMaxRank));
+    itemsize = t.dtype.bits / 8;
+    a.dtype = t.dtype.bits == 32 ? DType::f32 : DType::f64;
+    a.data = static_cast<char *>(t.data) + t.byte_offset;
+    a.rank = t.ndim;
+    std::int64_t dense = 1;
+    for (int d = a.rank - 1; d >= 0; d--) {
+      a.shape[d] = t.shape[d];
+      a.strides[d] = t.strides ? t.strides[d] : dense;
+      dense *= t.shape[d];
+    }
+  } else {
+    type_error(name, "expected a NumPy array or an array with __dlpack__ (a torch.Tensor, a CuPy array), got " +
+                         type_name(object));
+  }
+  if (reinterpret_cast<std::uintptr_t>(a.data) % itemsize != 0)
+    type_error(name, "its data is not aligned to its element size " + std::to_string(itemsize));
+  return a;
+}
+
+void Call::match_first(const Operand &a, const char *name) {
+  if (!have_first_) {
+    have_first_ = true;
+    first_ = a.object;
+    first_name_ = name;
+    first_numpy_ = a.numpy;
+    dtype_ = a.dtype;
+    memory_ = a.memory;
+    device_id_ = a.device_id;
+    options_.cuda_stream = reinterpret_cast<void *>(a.stream);
+    return;
+  }
+  if (a.dtype != dtype_)
+    type_error(name, std::string("expected ") + to_string(dtype_) + " like " + first_name_ + ", got " +
+                         to_string(a.dtype));
+  if (a.memory != memory_ || (a.memory == Memory::cuda && a.device_id != device_id_))
+    type_error(name, "expected " + memory_string(memory_, device_id_) + " like " + first_name_ + ", got " +
+                         memory_string(a.memory, a.device_id));
+}
+
+Operand Call::input(py::handle object, const char *name) {
+  Operand a = read(object, name, false);
+  match_first(a, name);
+  return a;
+}
+
+void Call::require_shape(const Operand &a, const char *name, const std::vector<std::int64_t> &shape) const {
+  if (a.shape_vector() != shape)
+    value_error(name, "expected shape " + shape_string(shape) + ", got " + shape_string(a.shape_vector()));
+}
+
+Operand Call::output(py::handle object, const char *name, const std::vector<std::int64_t> &shape) {
+  if (!object.is_none()) {
+    Operand a = read(object, name, true);
+    match_first(a, name);
+    require_shape(a, name, shape);
+    return a;
+  }
+  if (first_numpy_) return read(new_numpy(dtype_, shape), name, true);
+  if (!py::hasattr(first_, "new_empty"))
+    type_error(name, "pass out=: hpipe makes new arrays like NumPy's and PyTorch's, and " + std::string(first_name_) +
+                         " is a " + type_name(first_));
+  py::tuple size(shape.size());
+  for (std::size_t d = 0; d < shape.size(); d++) size[d] = shape[d];
+  return read(first_.attr("new_empty")(size), name, true);
+}
+
+Operand Call::output(py::handle object, const char *name) {
+  Operand a = read(object, name, true);
+  match_first(a, name);
+  return a;
+}
+
+py::object Call::scalar(double value, py::handle out) {
+  Operand o = output(out, "out", {});
+  if (o.memory == Memory::cuda) {
+    o.object.attr("fill_")(value);
+  } else if (dtype_ == DType::f32) {
+    *reinterpret_cast<float *>(o.data) = static_cast<float>(value);
+  } else {
+    *reinterpret_cast<double *>(o.data) = value;
+  }
+  // NumPy's reductions return a scalar, not a 0-d array.
+  if (out.is_none() && o.numpy) return o.object[py::tuple()];
+  return o.object;
+}
+
+py::array new_numpy(DType dtype, const std::vector<std::int64_t> &shape) {
+  constexpr std::align_val_t kAlignment = CacheLineAllocator<float>::kAlignment;
+  std::size_t bytes = dtype == DType::f32 ? sizeof(float) : sizeof(double);
+  for (auto e : shape) bytes *= static_cast<std::size_t>(e);
+  void *data = ::operator new(bytes ? bytes : 1, kAlignment);
+  py::capsule owner(data, [](void *p) { ::operator delete(p, kAlignment); });
+  const py::dtype type = dtype == DType::f32 ? py::dtype::of<float>() : py::dtype::of<double>();
+  return py::array(type, std::vector<py::ssize_t>(shape.begin(), shape.end()), {}, data, owner);
+}
+
+}  // namespace hpipe::python

@@ -1,0 +1,124 @@
+// Python arrays as hpipe views: NumPy arrays (read through NumPy's C API) and DLPack producers
+// (PyTorch, CuPy), in place, never copied. A Call checks that every array argument of one
+// operation agrees in dtype and memory with the first, makes outputs of the first one's kind,
+// and turns `device=` and the caller's CUDA stream into hpipe::Options.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <hpipe/hpipe.h>
+
+#include "dlpack.h"
+
+namespace hpipe::python {
+
+namespace py = pybind11;
+
+enum class DType { f32, f64 };
+
+constexpr int kMaxRank = 8;
+
+struct DLPackDeleter {
+  void operator()(DLManagedTensor *t) const {
+    if (t->deleter) t->deleter(t);
+  }
+};
+
+// One array argument, described in elements (hpipe's convention), with its Python object kept alive.
+struct Operand {
+  py::object object;
+  char *data = nullptr;
+  DType dtype = DType::f32;
+  int rank = 0;
+  std::array<std::int64_t, kMaxRank> shape{}, strides{};
+  Memory memory = Memory::host;
+  int device_id = 0;       // CUDA device
+  std::intptr_t stream = 0;  // CUDA stream the producer was told hpipe runs on (0: default)
+  bool numpy = false;       // else a DLPack producer
+  bool c_contiguous() const;
+  std::unique_ptr<DLManagedTensor, DLPackDeleter> dlpack;  // owned after taking the capsule
+
+  template <class T, int N>
+  View<T, N> view() const {
+    typename View<T, N>::Extents s, st;
+    for (int d = 0; d < N; d++) s[d] = shape[d], st[d] = strides[d];
+    return View<T, N>(reinterpret_cast<T *>(data), s, st, memory);
+  }
+  template <class T, int N>
+  View<const T, N> input() const {
+    return view<const T, N>();
+  }
+  std::vector<std::int64_t> shape_vector() const { return {shape.begin(), shape.begin() + rank}; }
+};
+
+// The arguments of one operation, named in its error messages as "hpipe.<op>: <argument>: ...".
+class Call {
+ public:
+  Call(const char *op, const std::string &device);
+
+  // An input. The first fixes the dtype, the memory (host or one CUDA device) and the kind of
+  // new outputs; the others must match it.
+  Operand input(py::handle object, const char *name);
+  // `out=`: the caller's writable array of the given shape (checked like an input), or with None a
+  // new array of the first input's kind: NumPy (64-byte aligned, like hpipe::Array) or
+  // `first.new_empty(shape)`.
+  Operand output(py::handle object, const char *name, const std::vector<std::int64_t> &shape);
+  // The caller's `out=` (not None) whose shape is checked later, with require_shape.
+  Operand output(py::handle object, const char *name);
+  // A number as the first input's kind: a NumPy scalar, or a 0-d array (into `out` when given).
+  py::object scalar(double value, py::handle out);
+
+  // Rank checks, before views of a fixed rank are made: hpipe.Error naming the argument.
+  void require_rank(const Operand &a, const char *name, int rank, const char *dims) const;
+  void require_rank(const Operand &a, const char *name, int low, int high, const char *dims) const;
+  void require_shape(const Operand &a, const char *name, const std::vector<std::int64_t> &shape) const;
+
+  DType dtype() const { return dtype_; }
+  const Options &options() const { return options_; }
+  const std::string &op() const { return op_; }
+  [[noreturn]] void type_error(const char *name, const std::string &what) const;
+  [[noreturn]] void value_error(const char *name, const std::string &what) const;
+
+ private:
+  Operand read(py::handle object, const char *name, bool writable);
+  void match_first(const Operand &a, const char *name);
+
+  std::string op_;
+  Options options_;
+  bool have_first_ = false;
+  DType dtype_ = DType::f32;
+  py::handle first_;
+  const char *first_name_ = "";
+  bool first_numpy_ = true;
+  Memory memory_ = Memory::host;
+  int device_id_ = 0;
+};
+
+// Runs f(T{}) for the element type.
+template <class F>
+decltype(auto) dispatch(DType dtype, F &&f) {
+  if (dtype == DType::f32) return f(float{});
+  return f(double{});
+}
+
+// A new NumPy array owning 64-byte aligned, uninitialised storage.
+py::array new_numpy(DType dtype, const std::vector<std::int64_t> &shape);
+// An hpipe::Array handed to NumPy without a copy.
+template <class T, int N>
+py::array to_numpy(Array<T, N> &&array) {
+  auto *owner = new Array<T, N>(std::move(array));
+  py::capsule base(owner, [](void *p) { delete static_cast<Array<T, N> *>(p); });
+  return py::array_t<T>(std::vector<py::ssize_t>(owner->shape().begin(), owner->shape().end()), owner->data(), base);
+}
+
+std::string shape_string(const std::vector<std::int64_t> &shape);
+const char *to_string(DType dtype);
+
+}  // namespace hpipe::python

@@ -1,0 +1,531 @@
+// hpipe._core: the C++ API (hpipe/hpipe.h) for Python. Every function reads its arrays in place
+// (arrays.h), checks what only the binding knows (ranks, kinds, dtypes), runs the C++ call with
+// the GIL released, and returns `out` (given or new). The shapes, checks and messages of the
+// operations themselves are the C++ API's.
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+#include "arrays.h"
+#include "docstrings.h"
+
+namespace hpipe::python {
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+Dispersion dispersion(const Call &call, int step, const std::string &axis) {
+  if (axis == "width") return {step, Axis::width};
+  if (axis == "height") return {step, Axis::height};
+  call.value_error("axis", "expected 'width' or 'height', got '" + axis + "'");
+}
+
+template <class T>
+Mask<T> mask_of(const Operand &mask) {
+  if (mask.rank == 2) return Mask<T>(mask.input<T, 2>());
+  return Mask<T>(mask.input<T, 3>());
+}
+
+Operand read_mask(Call &call, py::handle object) {
+  Operand mask = call.input(object, "mask");
+  call.require_rank(mask, "mask", 2, 3, "((H, W) shared, or (C, H, W) per band)");
+  return mask;
+}
+
+template <std::size_t N>
+Shape to_shape(const std::array<std::int64_t, N> &a) {
+  return Shape(a.begin(), a.end());
+}
+
+// Runs f(std::integral_constant<int, N>) for rank N in [1, 4].
+template <class F>
+void with_rank(int rank, F &&f) {
+  switch (rank) {
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    default: return f(std::integral_constant<int, 4>{});
+  }
+}
+
+// ---- CASSI ----
+
+py::object cassi_forward(py::handle x_object, py::handle mask_object, int step, const std::string &axis,
+                         py::handle out_object, const std::string &device) {
+  Call call("cassi_forward", device);
+  const Dispersion d = dispersion(call, step, axis);
+  const Operand x = call.input(x_object, "x");
+  call.require_rank(x, "x", 4, "(B, C, H, W)");
+  const Operand mask = read_mask(call, mask_object);
+  const Operand out = call.output(
+      out_object, "out", to_shape(cassi_measurement_shape({x.shape[0], x.shape[1], x.shape[2], x.shape[3]}, d)));
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    hpipe::cassi_forward(x.input<T, 4>(), mask_of<T>(mask), d, out.view<T, 4 - 1>(), call.options());
+  });
+  return out.object;
+}
+
+// The band count C of a cube made from a measurement: `bands`, else out's, else a per-band mask's.
+std::int64_t band_count(const Call &call, const py::object &bands, const Operand *out, const Operand &mask) {
+  if (!bands.is_none()) {
+    const auto c = bands.cast<std::int64_t>();
+    if (out && out->shape[1] != c)
+      call.value_error("bands", "is " + std::to_string(c) + " but out has " + std::to_string(out->shape[1]));
+    return c;
+  }
+  if (out) return out->shape[1];
+  if (mask.rank == 3) return mask.shape[0];
+  call.value_error("bands", "is needed with a shared (H, W) mask and no out=; pass bands=C");
+}
+
+// The cube (B, C, H, W) made from measurement y: out=, checked, or a new one.
+Operand cube_output(Call &call, const Operand &y, const Operand &mask, const py::object &bands, Dispersion d,
+                    py::handle out_object) {
+  const auto shape = [&](std::int64_t c) {
+    return to_shape(cassi_cube_shape({y.shape[0], y.shape[1], y.shape[2]}, c, d));
+  };
+  if (out_object.is_none()) return call.output(out_object, "out", shape(band_count(call, bands, nullptr, mask)));
+  Operand out = call.output(out_object, "out");
+  call.require_rank(out, "out", 4, "(B, C, H, W)");
+  call.require_shape(out, "out", shape(band_count(call, bands, &out, mask)));
+  return out;
+}
+
+// adjoint, pinv, pinv_alpha: measurement (B, H, W') and mask -> cube (B, C, H, W).
+template <class Run>
+py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py::handle mask_object,
+                               const py::object &bands, int step, const std::string &axis, py::handle out_object,
+                               const std::string &device) {
+  Call call(op, device);
+  const Dispersion d = dispersion(call, step, axis);
+  const Operand y = call.input(y_object, "y");
+  call.require_rank(y, "y", 3, "(B, H, W') or (B, H', W)");
+  const Operand mask = read_mask(call, mask_object);
+  const Operand out = cube_output(call, y, mask, bands, d, out_object);
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    run(y.input<T, 3>(), mask_of<T>(mask), d, out.view<T, 4>(), call.options());
+  });
+  return out.object;
+}
+
+py::object cassi_phi(py::handle mask_object, const py::object &bands, int step, const std::string &axis,
+                     py::handle out_object, const std::string &device) {
+  Call call("cassi_phi", device);
+  const Dispersion d = dispersion(call, step, axis);
+  const Operand mask = read_mask(call, mask_object);
+  const std::int64_t h = mask.shape[mask.rank - 2], w = mask.shape[mask.rank - 1];
+  const auto c = band_count(call, bands, nullptr, mask);
+  const auto y = cassi_measurement_shape({1, c, h, w}, d);
+  const Operand out = call.output(out_object, "out", {y[1], y[2]});
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    hpipe::cassi_phi(mask_of<T>(mask), c, d, out.view<T, 2>(), call.options());
+  });
+  return out.object;
+}
+
+// shift (B, C, H, W) -> (B, C, H', W') and shift_back, its inverse.
+py::object cassi_shift_either(bool back, py::handle x_object, int step, const std::string &axis,
+                              py::handle out_object, const std::string &device) {
+  const char *name = back ? "shifted" : "x";
+  Call call(back ? "cassi_shift_back" : "cassi_shift", device);
+  const Dispersion d = dispersion(call, step, axis);
+  const Operand x = call.input(x_object, name);
+  call.require_rank(x, name, 4, back ? "(B, C, H, W') or (B, C, H', W)" : "(B, C, H, W)");
+  Shape shape;
+  if (back) {
+    shape = to_shape(cassi_cube_shape({x.shape[0], x.shape[2], x.shape[3]}, x.shape[1], d));
+  } else {
+    const auto y = cassi_measurement_shape({x.shape[0], x.shape[1], x.shape[2], x.shape[3]}, d);
+    shape = {x.shape[0], x.shape[1], y[1], y[2]};
+  }
+  const Operand out = call.output(out_object, "out", shape);
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    if (back) hpipe::cassi_shift_back(x.input<T, 4>(), d, out.view<T, 4>(), call.options());
+    else hpipe::cassi_shift(x.input<T, 4>(), d, out.view<T, 4>(), call.options());
+  });
+  return out.object;
+}
+
+// ---- dot, conv1d ----
+
+py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_object, const std::string &device) {
+  Call call("batched_dot", device);
+  const Operand a = call.input(a_object, "a");
+  call.require_rank(a, "a", 2, "(N, K)");
+  const Operand b = call.input(b_object, "b");
+  call.require_rank(b, "b", 2, "(N, K)");
+  const Operand out = call.output(out_object, "out", {a.shape[0]});
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    hpipe::batched_dot(a.input<T, 2>(), b.input<T, 2>(), out.view<T, 1>(), call.options());
+  });
+  return out.object;
+}
+
+py::object conv1d(py::handle a_object, py::handle v_object, const std::string &mode_name, py::handle out_object,
+                  const std::string &device) {
+  Call call("conv1d", device);
+  ConvMode mode = ConvMode::full;
+  if (mode_name == "same") mode = ConvMode::same;
+  else if (mode_name == "valid") mode = ConvMode::valid;
+  else if (mode_name != "full") call.value_error("mode", "expected 'full', 'same' or 'valid', got '" + mode_name + "'");
+  const Operand a = call.input(a_object, "a");
+  call.require_rank(a, "a", 2, "(N, La)");
+  const Operand v = call.input(v_object, "v");
+  call.require_rank(v, "v", 1, 2, "((N, Lv) per row, or (Lv,) shared)");
+  const Operand out =
+      call.output(out_object, "out", {a.shape[0], conv1d_length(a.shape[1], v.shape[v.rank - 1], mode)});
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    if (v.rank == 2) hpipe::conv1d(a.input<T, 2>(), v.input<T, 2>(), mode, out.view<T, 2>(), call.options());
+    else hpipe::conv1d(a.input<T, 2>(), v.input<T, 1>(), mode, out.view<T, 2>(), call.options());
+  });
+  return out.object;
+}
+
+// ---- math ----
+
+enum class Elementwise { exp, log, erf };
+
+py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::handle out_object,
+                       const std::string &device) {
+  Call call(op, device);
+  const Operand x = call.input(x_object, "x");
+  call.require_rank(x, "x", 1, 4, "");
+  const Operand out = call.output(out_object, "out", x.shape_vector());
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    with_rank(x.rank, [&](auto rank) {
+      constexpr int N = decltype(rank)::value;
+      py::gil_scoped_release nogil;
+      const auto in = x.input<T, N>();
+      const auto y = out.view<T, N>();
+      switch (fn) {
+        case Elementwise::exp: return hpipe::exp(in, y, call.options());
+        case Elementwise::log: return hpipe::log(in, y, call.options());
+        case Elementwise::erf: return hpipe::erf(in, y, call.options());
+      }
+    });
+  });
+  return out.object;
+}
+
+py::object logsumexp(py::handle x_object, const py::object &axis_object, py::handle out_object,
+                     const std::string &device) {
+  Call call("logsumexp", device);
+  Operand x = call.input(x_object, "x");
+  call.require_rank(x, "x", 1, 4, "");
+  int axis = 0;
+  if (!axis_object.is_none()) {
+    axis = axis_object.cast<int>();
+    if (axis < -x.rank || axis >= x.rank)
+      call.value_error("axis", "expected -" + std::to_string(x.rank) + " to " + std::to_string(x.rank - 1) +
+                                   " for x of shape " + shape_string(x.shape_vector()) + ", got " +
+                                   std::to_string(axis));
+    if (axis < 0) axis += x.rank;
+  } else if (x.rank > 1) {
+    // Every element: a C-contiguous x is one long row.
+    if (!x.c_contiguous())
+      call.value_error("axis", "None reduces every element, which needs a C-contiguous x; pass an axis, or "
+                               "a contiguous copy of x");
+    std::int64_t n = 1;
+    for (int d = 0; d < x.rank; d++) n *= x.shape[d];
+    x.rank = 1, x.shape[0] = n, x.strides[0] = 1;
+  }
+  if (x.rank == 1) {
+    const double value = dispatch(call.dtype(), [&](auto zero) -> double {
+      using T = decltype(zero);
+      py::gil_scoped_release nogil;
+      return hpipe::logsumexp(x.input<T, 1>(), call.options());
+    });
+    return call.scalar(value, out_object);
+  }
+  Shape shape = x.shape_vector();
+  shape.erase(shape.begin() + axis);
+  const Operand out = call.output(out_object, "out", shape);
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    with_rank(x.rank, [&](auto rank) {
+      constexpr int N = std::max(decltype(rank)::value, 2);  // rank 1 returned above
+      py::gil_scoped_release nogil;
+      hpipe::logsumexp(x.input<T, N>(), axis, out.view<T, N - 1>(), call.options());
+    });
+  });
+  return out.object;
+}
+
+// ---- reconstruction ----
+
+// Called by the C++ loop after every iteration (GIL released): lets Ctrl-C stop it, draws the
+// progress bar, and calls the caller's callback; an exception from either ends the run.
+class Progress {
+ public:
+  Progress(const char *op, py::object callback, bool bar) : op_(op), callback_(std::move(callback)), bar_(bar) {}
+  void operator()(const IterationInfo &info) const {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (bar_) {
+      constexpr int kWidth = 30;
+      const int done = info.iterations ? kWidth * info.iteration / info.iterations : kWidth;
+      char line[160];
+      std::snprintf(line, sizeof line, "\rhpipe.%s [%s%s] %d/%d residual %.4e%s", op_,
+                    std::string(done, '#').c_str(), std::string(kWidth - done, '.').c_str(), info.iteration,
+                    info.iterations, info.residual, info.iteration == info.iterations ? "\n" : "");
+      auto stderr_ = py::module_::import("sys").attr("stderr");
+      stderr_.attr("write")(line);
+      stderr_.attr("flush")();
+    }
+    if (!callback_.is_none()) callback_(info);
+  }
+
+ private:
+  const char *op_;
+  py::object callback_;
+  bool bar_;
+};
+
+struct ReconArgs {
+  py::object bands;
+  int step;
+  std::string axis;
+  int iterations;
+  double lam, gamma;
+  bool accelerate;
+  double tv_weight;
+  int tv_iterations;
+  bool vectorial;
+  py::object callback;
+  bool progress;
+};
+
+py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle mask_object, const ReconArgs &args,
+                          py::handle out_object, const std::string &device) {
+  const char *op = method == ReconMethod::gap_tv ? "gap_tv" : "admm_tv";
+  Call call(op, device);
+  ReconParams params;
+  params.dispersion = dispersion(call, args.step, args.axis);
+  params.iterations = args.iterations;
+  params.lambda = args.lam;
+  params.gamma = args.gamma;
+  params.accelerate = args.accelerate;
+  params.tv = {args.tv_weight, args.tv_iterations, args.vectorial};
+  if (!args.callback.is_none() && !PyCallable_Check(args.callback.ptr()))
+    call.type_error("callback", "expected a callable or None");
+  const Operand y = call.input(y_object, "y");
+  call.require_rank(y, "y", 3, "(B, H, W') or (B, H', W)");
+  const Operand mask = read_mask(call, mask_object);
+  const Operand out = cube_output(call, y, mask, args.bands, params.dispersion, out_object);
+  const IterationCallback progress = Progress(op, args.callback, args.progress);
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    if (method == ReconMethod::gap_tv)
+      hpipe::gap_tv(y.input<T, 3>(), mask_of<T>(mask), params, out.view<T, 4>(), progress, call.options());
+    else
+      hpipe::admm_tv(y.input<T, 3>(), mask_of<T>(mask), params, out.view<T, 4>(), progress, call.options());
+  });
+  return out.object;
+}
+
+py::object tv_denoise(py::handle x_object, double weight, int iterations, bool vectorial, py::handle out_object,
+                      const std::string &device) {
+  Call call("tv_denoise", device);
+  const Operand x = call.input(x_object, "x");
+  call.require_rank(x, "x", 4, "(B, C, H, W)");
+  const Operand out = call.output(out_object, "out", x.shape_vector());
+  dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    hpipe::tv_denoise(x.input<T, 4>(), TvParams{weight, iterations, vectorial}, out.view<T, 4>(), call.options());
+  });
+  return out.object;
+}
+
+// psnr and ssim: two (H, W) host images -> a number.
+template <class Run>
+double image_quality(const char *op, Run run, py::handle estimate_object, py::handle truth_object, double scale,
+                     const std::string &device) {
+  Call call(op, device);
+  if (call.options().device == Device::cuda) call.value_error("device", "runs on the CPU only");
+  const Operand estimate = call.input(estimate_object, "estimate");
+  call.require_rank(estimate, "estimate", 2, "(H, W)");
+  const Operand truth = call.input(truth_object, "truth");
+  call.require_rank(truth, "truth", 2, "(H, W)");
+  return dispatch(call.dtype(), [&](auto zero) {
+    using T = decltype(zero);
+    py::gil_scoped_release nogil;
+    return run(estimate.input<T, 2>(), truth.input<T, 2>(), scale);
+  });
+}
+
+py::tuple synth(std::int64_t bands, std::int64_t height, std::int64_t width, std::uint64_t seed,
+                const std::string &device) {
+  const Call call("synth", device);
+  if (call.options().device == Device::cuda) call.value_error("device", "runs on the CPU only");
+  Array<float, 3> scene;
+  Array<float, 2> mask;
+  {
+    py::gil_scoped_release nogil;
+    scene = synth_scene(bands, height, width);
+    mask = synth_mask(height, width, seed);
+  }
+  return py::make_tuple(to_numpy(std::move(scene)), to_numpy(std::move(mask)));
+}
+
+}  // namespace
+}  // namespace hpipe::python
+
+PYBIND11_MODULE(_core, m) {
+  namespace py = pybind11;
+  using namespace hpipe::python;
+  using namespace pybind11::literals;
+  // The docstrings start with their own signature line, which also gives inspect.signature().
+  py::options options;
+  options.disable_function_signatures();
+  m.doc() = "hpipe's compiled core; use the package `hpipe`.";
+
+  auto error = py::register_exception<hpipe::Error>(m, "Error", PyExc_ValueError);
+  error.attr("__module__") = "hpipe";
+  error.doc() = docs::kError;
+
+  py::class_<hpipe::IterationInfo>(m, "IterationInfo", docs::kIterationInfo)
+      .def_readonly("iteration", &hpipe::IterationInfo::iteration)
+      .def_readonly("iterations", &hpipe::IterationInfo::iterations)
+      .def_readonly("residual", &hpipe::IterationInfo::residual)
+      .def("__repr__", [](const hpipe::IterationInfo &i) {
+        return "IterationInfo(iteration=" + std::to_string(i.iteration) +
+               ", iterations=" + std::to_string(i.iterations) + ", residual=" + py::repr(py::float_(i.residual)).cast<std::string>() + ")";
+      });
+
+  const auto out = py::arg("out") = py::none();
+  const auto device = py::arg("device") = "auto";
+  const auto step = py::arg("step") = 2;
+  const auto axis = py::arg("axis") = "width";
+  const auto bands = py::arg("bands") = py::none();
+
+  m.def("cassi_forward", &cassi_forward, docs::kCassiForward, "x"_a, "mask"_a, step, axis, py::kw_only(), out,
+        device);
+  m.def(
+      "cassi_adjoint",
+      [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
+         const std::string &device) {
+        return measurement_to_cube("cassi_adjoint", [](auto... a) { hpipe::cassi_adjoint(a...); }, y, mask, bands,
+                                   step, axis, out, device);
+      },
+      docs::kCassiAdjoint, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
+  m.def(
+      "cassi_pinv",
+      [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
+         const std::string &device) {
+        return measurement_to_cube("cassi_pinv", [](auto... a) { hpipe::cassi_pinv(a...); }, y, mask, bands, step,
+                                   axis, out, device);
+      },
+      docs::kCassiPinv, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
+  m.def(
+      "cassi_pinv_alpha",
+      [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
+         const std::string &device) {
+        return measurement_to_cube("cassi_pinv_alpha", [](auto... a) { hpipe::cassi_pinv_alpha(a...); }, y, mask,
+                                   bands, step, axis, out, device);
+      },
+      docs::kCassiPinvAlpha, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
+  m.def("cassi_phi", &cassi_phi, docs::kCassiPhi, "mask"_a, bands, step, axis, py::kw_only(), out, device);
+  m.def(
+      "cassi_shift",
+      [](py::handle x, int step, const std::string &axis, py::handle out, const std::string &device) {
+        return cassi_shift_either(false, x, step, axis, out, device);
+      },
+      docs::kCassiShift, "x"_a, step, axis, py::kw_only(), out, device);
+  m.def(
+      "cassi_shift_back",
+      [](py::handle shifted, int step, const std::string &axis, py::handle out, const std::string &device) {
+        return cassi_shift_either(true, shifted, step, axis, out, device);
+      },
+      docs::kCassiShiftBack, "shifted"_a, step, axis, py::kw_only(), out, device);
+
+  m.def("batched_dot", &batched_dot, docs::kBatchedDot, "a"_a, "b"_a, py::kw_only(), out, device);
+  m.def("conv1d", &conv1d, docs::kConv1d, "a"_a, "v"_a, "mode"_a = "full", py::kw_only(), out, device);
+
+  m.def(
+      "exp", [](py::handle x, py::handle out, const std::string &device) {
+        return elementwise(Elementwise::exp, "exp", x, out, device);
+      },
+      docs::kExp, "x"_a, py::kw_only(), out, device);
+  m.def(
+      "log", [](py::handle x, py::handle out, const std::string &device) {
+        return elementwise(Elementwise::log, "log", x, out, device);
+      },
+      docs::kLog, "x"_a, py::kw_only(), out, device);
+  m.def(
+      "erf", [](py::handle x, py::handle out, const std::string &device) {
+        return elementwise(Elementwise::erf, "erf", x, out, device);
+      },
+      docs::kErf, "x"_a, py::kw_only(), out, device);
+  m.def("logsumexp", &logsumexp, docs::kLogsumexp, "x"_a, "axis"_a = py::none(), py::kw_only(), out, device);
+
+  m.def("tv_denoise", &tv_denoise, docs::kTvDenoise, "x"_a, "weight"_a = 0.1, "iterations"_a = 5,
+        "vectorial"_a = false, py::kw_only(), out, device);
+  const hpipe::ReconParams defaults;
+  m.def(
+      "gap_tv",
+      [](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations, double lam,
+         bool accelerate, double tv_weight, int tv_iterations, bool vectorial, py::object callback, bool progress,
+         py::handle out, const std::string &device) {
+        const ReconArgs args{std::move(bands), step,      std::move(axis), iterations, lam,
+                             0.0,              accelerate, tv_weight,      tv_iterations, vectorial,
+                             std::move(callback), progress};
+        return reconstruct_tv(hpipe::ReconMethod::gap_tv, y, mask, args, out, device);
+      },
+      docs::kGapTv, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations,
+      "lam"_a = defaults.lambda, "accelerate"_a = defaults.accelerate, "tv_weight"_a = defaults.tv.weight,
+      "tv_iterations"_a = defaults.tv.iterations, "vectorial"_a = defaults.tv.vectorial, py::kw_only(),
+      "callback"_a = py::none(), "progress"_a = false, out, device);
+  m.def(
+      "admm_tv",
+      [](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations, double lam,
+         double gamma, double tv_weight, int tv_iterations, bool vectorial, py::object callback, bool progress,
+         py::handle out, const std::string &device) {
+        const ReconArgs args{std::move(bands), step,  std::move(axis), iterations,    lam,
+                             gamma,            false, tv_weight,       tv_iterations, vectorial,
+                             std::move(callback), progress};
+        return reconstruct_tv(hpipe::ReconMethod::admm_tv, y, mask, args, out, device);
+      },
+      docs::kAdmmTv, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations,
+      "lam"_a = defaults.lambda, "gamma"_a = defaults.gamma, "tv_weight"_a = defaults.tv.weight,
+      "tv_iterations"_a = defaults.tv.iterations, "vectorial"_a = defaults.tv.vectorial, py::kw_only(),
+      "callback"_a = py::none(), "progress"_a = false, out, device);
+  m.def(
+      "psnr",
+      [](py::handle estimate, py::handle truth, double peak, const std::string &device) {
+        return image_quality("psnr", [](auto e, auto t, double p) { return hpipe::psnr(e, t, p); }, estimate, truth,
+                             peak, device);
+      },
+      docs::kPsnr, "estimate"_a, "truth"_a, "peak"_a = 1.0, py::kw_only(), device);
+  m.def(
+      "ssim",
+      [](py::handle estimate, py::handle truth, double data_range, const std::string &device) {
+        return image_quality("ssim", [](auto e, auto t, double r) { return hpipe::ssim(e, t, r); }, estimate, truth,
+                             data_range, device);
+      },
+      docs::kSsim, "estimate"_a, "truth"_a, "data_range"_a = 1.0, py::kw_only(), device);
+  m.def("synth", &synth, docs::kSynth, "bands"_a = 28, "height"_a = 256, "width"_a = 256, "seed"_a = 1,
+        py::kw_only(), device);
+
+  m.def("set_num_threads", &hpipe::set_num_threads, docs::kSetNumThreads, "n"_a);
+  m.def("num_threads", &hpipe::num_threads, docs::kNumThreads);
+  m.def("cuda_available", &hpipe::cuda_available, docs::kCudaAvailable);
+  m.def("cuda_unavailable_reason", &hpipe::cuda_unavailable_reason, docs::kCudaUnavailableReason);
+}

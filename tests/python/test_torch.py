@@ -1,0 +1,248 @@
+"""hpipe.torch: gradients (gradcheck and gradgradcheck in float64), forward values against
+independent torch references, CassiOperator, and the same checks on CUDA where it is usable."""
+import itertools
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import hpipe  # noqa: E402
+import hpipe.torch as ht  # noqa: E402
+import reference as ref  # noqa: E402
+
+
+def _cuda_unusable_reason():
+    if not torch.cuda.is_available():
+        return "torch.cuda.is_available() is False"
+    if not hpipe.cuda_available():
+        return "hpipe: " + hpipe.cuda_unavailable_reason()
+    return None
+
+
+DEVICES = [
+    "cpu",
+    pytest.param("cuda", marks=pytest.mark.skipif(_cuda_unusable_reason() is not None,
+                                                  reason=f"CUDA not usable: {_cuda_unusable_reason()}")),
+]
+
+
+def rand(*shape, device="cpu", dtype=torch.float64, low=0.0, high=1.0, seed=0, requires_grad=False):
+    gen = torch.Generator().manual_seed(seed)
+    t = (torch.rand(*shape, generator=gen, dtype=dtype) * (high - low) + low).to(device)
+    return t.requires_grad_(requires_grad)
+
+
+def check_gradients(fn, *inputs):
+    """First and second derivatives of fn against finite differences (float64 inputs)."""
+    assert torch.autograd.gradcheck(fn, inputs)
+    assert torch.autograd.gradgradcheck(fn, inputs)
+
+
+# --- CASSI ---------------------------------------------------------------------------------------
+# (step, axis, per_band mask): signs, zero step, both axes, both mask kinds.
+CASSI_CASES = [(2, "width", False), (-1, "height", True), (0, "width", True), (3, "height", False),
+               (-2, "width", True)]
+B, C, H, W = 2, 3, 4, 5
+
+
+def exact(t):
+    """A tensor as the NumPy array the references of reference.py take."""
+    return t.detach().cpu().numpy()
+
+
+def as_torch(reference_result):
+    return torch.from_numpy(np.asarray(reference_result, dtype=np.float64))
+
+
+def cassi_inputs(step, axis, per_band, device, dtype=torch.float64, requires_grad=False):
+    """x (B, C, H, W), a mask in [0.1, 1] (Φ > 0), and y of the measurement's shape."""
+    x = rand(B, C, H, W, device=device, dtype=dtype, seed=1, requires_grad=requires_grad)
+    mask = rand(*((C,) if per_band else ()), H, W, device=device, dtype=dtype, low=0.1, seed=2,
+                requires_grad=requires_grad)
+    spread = (C - 1) * abs(step)
+    shape = (B, H, W + spread) if axis == "width" else (B, H + spread, W)
+    y = rand(*shape, device=device, dtype=dtype, seed=3, requires_grad=requires_grad)
+    return x, mask, y
+
+
+@pytest.mark.parametrize("step,axis,per_band", CASSI_CASES)
+def test_cassi_gradients(step, axis, per_band):
+    x, mask, y = cassi_inputs(step, axis, per_band, "cpu", requires_grad=True)
+    check_gradients(lambda x, m: ht.cassi_forward(x, m, step, axis), x, mask)
+    check_gradients(lambda y, m: ht.cassi_adjoint(y, m, C, step, axis), y, mask)
+    check_gradients(lambda m: ht.cassi_phi(m, C, step, axis), mask)
+    check_gradients(lambda y, m: ht.cassi_pinv(y, m, C, step, axis), y, mask)
+    shifted = rand(*ht.cassi_shift(x, step, axis).shape, seed=4, requires_grad=True)
+    check_gradients(lambda x: ht.cassi_shift(x, step, axis), x)
+    check_gradients(lambda s: ht.cassi_shift_back(s, step, axis), shifted)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("step,axis,per_band", CASSI_CASES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cassi_values(step, axis, per_band, dtype, device):
+    x, mask, y = cassi_inputs(step, axis, per_band, device, dtype)
+    shifted = ht.cassi_shift(x, step, axis)
+    results = {
+        "forward": (ht.cassi_forward(x, mask, step, axis), ref.forward(exact(x), exact(mask), step, axis)),
+        "adjoint": (ht.cassi_adjoint(y, mask, C, step, axis), ref.adjoint(exact(y), exact(mask), C, step, axis)),
+        "phi": (ht.cassi_phi(mask, C, step, axis), ref.phi(exact(mask), C, step, axis)),
+        "pinv": (ht.cassi_pinv(y, mask, C, step, axis), ref.pinv(exact(y), exact(mask), C, step, axis)),
+        "shift": (shifted, ref.shift(exact(x), step, axis)),
+        "shift_back": (ht.cassi_shift_back(shifted, step, axis), exact(x)),
+    }
+    for name, (got, want) in results.items():
+        assert got.device == x.device and got.dtype == dtype, name
+        torch.testing.assert_close(got.cpu().double(), as_torch(want), msg=lambda m: f"{name}: {m}",
+                                   **tolerance(dtype, bands=C))
+
+
+def tolerance(dtype, bands=1):
+    """Sums of `bands` terms, each rounded in the element type, against exact references."""
+    eps = torch.finfo(dtype).eps
+    return {"rtol": 4 * bands * eps, "atol": 4 * bands * eps}
+
+
+def test_cassi_mask_gradient_through_expanded_and_noncontiguous_inputs():
+    # A broadcast (expanded) mask and a transposed cube: gradients reach the original tensors.
+    x = rand(B, C, W, H, seed=1, requires_grad=True)
+    mask_row = rand(W, low=0.1, seed=2, requires_grad=True)
+    check_gradients(lambda x, m: ht.cassi_forward(x.transpose(2, 3), m.expand(H, W), 2, "width"), x, mask_row)
+
+
+# --- batched dot, conv1d, transcendentals ----------------------------------------------------------
+def test_batched_dot_gradients_and_values():
+    a, b = rand(7, 11, seed=1, requires_grad=True), rand(7, 11, seed=2, requires_grad=True)
+    check_gradients(ht.batched_dot, a, b)
+    check_gradients(lambda a, b: ht.batched_dot(a.t(), b.t()), rand(11, 7, seed=3, requires_grad=True),
+                    rand(11, 7, seed=4, requires_grad=True))
+    torch.testing.assert_close(ht.batched_dot(a, b), (a * b).sum(1))
+
+
+CONV_LENGTHS = [(7, 3), (3, 6), (5, 5), (1, 4), (6, 1), (9, 2)]
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("la,lv", CONV_LENGTHS)
+@pytest.mark.parametrize("shared", [False, True])
+def test_conv1d_gradients_and_values(mode, la, lv, shared):
+    a = rand(3, la, seed=1, low=-1, requires_grad=True)
+    v = rand(*(() if shared else (3,)), lv, seed=2, low=-1, requires_grad=True)
+    check_gradients(lambda a, v: ht.conv1d(a, v, mode), a, v)
+    kernels = v.detach().expand(3, lv).numpy()
+    want = np.stack([np.convolve(row, kernel, mode) for row, kernel in zip(a.detach().numpy(), kernels)])
+    torch.testing.assert_close(ht.conv1d(a, v, mode), torch.from_numpy(want))
+
+
+# (function, torch reference, input range): log on positive inputs.
+ELEMENTWISE = [(ht.exp, torch.exp, (-3, 3)), (ht.log, torch.log, (0.1, 4)), (ht.erf, torch.erf, (-3, 3))]
+
+
+@pytest.mark.parametrize("fn,reference,bounds", ELEMENTWISE)
+@pytest.mark.parametrize("shape", [(9,), (3, 5), (2, 3, 5), (2, 1, 3, 4)])
+def test_elementwise_gradients_and_values(fn, reference, bounds, shape):
+    x = rand(*shape, low=bounds[0], high=bounds[1], requires_grad=True)
+    check_gradients(fn, x)
+    torch.testing.assert_close(fn(x), reference(x))
+
+
+@pytest.mark.parametrize("shape,axis", [((4, 5), 0), ((4, 5), 1), ((3, 4, 5), -1), ((3, 4, 5), 1),
+                                        ((2, 3, 2, 3), 2), ((7,), None), ((3, 4), None)])
+def test_logsumexp_gradients_and_values(shape, axis):
+    x = rand(*shape, low=-4, high=4, requires_grad=True)
+    check_gradients(lambda x: ht.logsumexp(x, axis), x)
+    want = torch.logsumexp(x, dim=tuple(range(x.dim())) if axis is None else axis)
+    torch.testing.assert_close(ht.logsumexp(x, axis), want)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_forward_and_backward_on_device(device, dtype):
+    """Every op on the device against the same computation in float64 on the CPU; `sum()` hands
+    the backward passes a broadcast (stride 0) gradient."""
+    a, v = rand(5, 5, device=device, dtype=dtype, seed=1), rand(5, 7, device=device, dtype=dtype, seed=2)
+    x = rand(3, 4, device=device, dtype=dtype, low=0.1, seed=3)
+    cube, mask, y = cassi_inputs(2, "width", False, device, dtype)
+    calls = {
+        "cassi_forward": (ht.cassi_forward, (cube, mask)),
+        "cassi_adjoint": (lambda y, m: ht.cassi_adjoint(y, m, C), (y, mask)),
+        "cassi_phi": (lambda m: ht.cassi_phi(m, C), (mask,)),
+        "cassi_pinv": (lambda y, m: ht.cassi_pinv(y, m, C), (y, mask)),
+        "cassi_shift": (ht.cassi_shift, (cube,)),
+        "cassi_shift_back": (ht.cassi_shift_back, (y.unsqueeze(1).expand(B, C, *y.shape[1:]),)),
+        "batched_dot": (ht.batched_dot, (a, v[:, :5])),
+        "conv1d": (lambda a, v: ht.conv1d(a, v, "same"), (a, v)),
+        "exp": (ht.exp, (x,)), "log": (ht.log, (x,)), "erf": (ht.erf, (x,)),
+        "logsumexp": (lambda x: ht.logsumexp(x, 0), (x,)),
+    }
+    for name, (fn, inputs) in calls.items():
+        inputs = [t.clone().requires_grad_() for t in inputs]
+        references = [t.detach().cpu().double().requires_grad_() for t in inputs]
+        got, want = fn(*inputs), fn(*references)
+        assert got.device == inputs[0].device and got.dtype == dtype, name
+        got.sum().backward()
+        want.sum().backward()
+        pairs = itertools.chain([(got, want)], ((t.grad, r.grad) for t, r in zip(inputs, references)))
+        for result, reference in pairs:
+            torch.testing.assert_close(result.detach().cpu().double(), reference.detach(), msg=lambda m: f"{name}: {m}",
+                                       **tolerance(dtype, bands=8))
+
+
+# --- CassiOperator ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("step,axis,per_band", CASSI_CASES)
+def test_cassi_operator(step, axis, per_band, device):
+    x, mask, y = cassi_inputs(step, axis, per_band, device)
+    op = ht.CassiOperator(mask, step, axis, bands=None if step else C)
+    torch.testing.assert_close(op(x), ht.cassi_forward(x, mask, step, axis))
+    torch.testing.assert_close(op.adjoint(y), ht.cassi_adjoint(y, mask, C, step, axis))
+    torch.testing.assert_close(op.pinv(y), ht.cassi_pinv(y, mask, C, step, axis))
+    if op.bands is not None:
+        torch.testing.assert_close(op.phi(), ht.cassi_phi(mask, C, step, axis))
+    # The adjoint identity <A x, y> = <x, Aᵀ y>, and A A⁺ = identity on the range of A.
+    torch.testing.assert_close((op(x) * y).sum(), (x * op.adjoint(y)).sum())
+    torch.testing.assert_close(op(op.pinv(op(x))), op(x))
+
+
+def test_cassi_operator_needs_bands_for_phi_of_a_shared_mask():
+    op = ht.CassiOperator(rand(H, W, low=0.1))
+    with pytest.raises(hpipe.Error, match="bands"):
+        op.phi()
+    assert ht.CassiOperator(rand(H, W, low=0.1), bands=C).phi().shape == (H, W + (C - 1) * 2)
+
+
+def test_cassi_operator_in_an_unrolled_step():
+    """A GAP-Net style step: its gradients with respect to the aperture, the step size and the
+    measurement pass gradcheck; an nn.Parameter mask is the module's parameter."""
+    x, mask, _ = cassi_inputs(2, "width", False, "cpu")
+    y = ht.cassi_forward(x, mask).requires_grad_()
+    alpha = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
+
+    def step(mask, alpha, y):
+        op = ht.CassiOperator(mask, bands=C)
+        z = op.adjoint(y) * 0.5
+        return z + op.adjoint((y - op(z)) / (alpha + op.phi()))
+
+    check_gradients(step, mask.requires_grad_(), alpha, y)
+    op = ht.CassiOperator(torch.nn.Parameter(mask.detach().clone()), bands=C)
+    assert [p is op.mask for p in op.parameters()] == [True]
+    step(op.mask, alpha, y).square().sum().backward()
+    assert op.mask.grad is not None and op.mask.grad.shape == (H, W)
+
+
+def test_cassi_operator_buffer_moves_with_the_module():
+    op = ht.CassiOperator(rand(C, H, W, low=0.1, dtype=torch.float32)).to(torch.float64)
+    assert op.mask.dtype == torch.float64 and "mask" in dict(op.named_buffers())
+    x = rand(B, C, H, W)
+    torch.testing.assert_close(op(x), as_torch(ref.forward(exact(x), exact(op.mask), 2, "width")))
+
+
+def test_bad_arguments_raise_hpipe_errors_and_leave_inputs_alone():
+    x, mask, _ = cassi_inputs(2, "width", False, "cpu", requires_grad=True)
+    before = (x.detach().clone(), mask.detach().clone())
+    with pytest.raises(TypeError, match="mask"):
+        ht.cassi_forward(x, mask.float())
+    with pytest.raises(hpipe.Error, match="mask"):
+        ht.cassi_forward(x, mask[:, :-1])
+    ht.cassi_forward(x, mask).sum().backward()
+    assert torch.equal(x.detach(), before[0]) and torch.equal(mask.detach(), before[1])
