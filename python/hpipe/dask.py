@@ -56,11 +56,15 @@ class HpipeThreads(WorkerPlugin):
 
 
 def _size_threads(c):
+    """Registers HpipeThreads for the workers `c` sees now (once per client)."""
+    if getattr(c, "_hpipe_threads_sized", False):
+        return
     per_host = {}
     for address, info in c.scheduler_info()["workers"].items():
         host = get_address_host(address)
         per_host[host] = per_host.get(host, 0) + info["nthreads"]
     c.register_worker_plugin(HpipeThreads(per_host), name=HpipeThreads.name)
+    c._hpipe_threads_sized = True
 
 
 def client(address=None):
@@ -69,16 +73,15 @@ def client(address=None):
     ``address=None``: the active client, else a new local cluster on this machine (one worker
     process per core, one Dask thread each, loopback only). ``"tcp://host:8786"``: connects to
     that scheduler. Either way every worker's hpipe thread count is set (:class:`HpipeThreads`)."""
-    if address is None:
-        try:
-            return Client.current()
-        except ValueError:
-            pass
-        cluster = LocalCluster(n_workers=usable_cores(), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None)
-        c = Client(cluster, set_as_default=True)
-    else:
+    if address is not None:
         c = Client(address, set_as_default=True)
+    else:
+        try:
+            c = Client.current()
+        except ValueError:  # none active
+            cluster = LocalCluster(n_workers=usable_cores(), threads_per_worker=1, processes=True,
+                                   host="127.0.0.1", dashboard_address=None)
+            c = Client(cluster, set_as_default=True)
     _size_threads(c)
     return c
 

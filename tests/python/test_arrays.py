@@ -206,7 +206,6 @@ def test_the_gil_is_released_while_kernels_run():
     assert during > 1000
 
 
-@pytest.mark.xfail(strict=True, reason="issue #15 item 7: fixed on main by the lead")
 def test_set_num_threads_1_after_a_2_thread_run_limits_the_work():
     x = np.random.default_rng(3).random(2 * 10**7)
     out = np.empty_like(x)
