@@ -215,6 +215,7 @@ struct Child {
 Child spawn(const std::vector<std::string> &argv, std::size_t item, int slot) {
   FILE *errors = std::tmpfile();
   if (!errors) throw Failure(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  fcntl(fileno(errors), F_SETFD, FD_CLOEXEC);  // for this child only (dup2 clears it on its stderr)
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
