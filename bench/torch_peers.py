@@ -180,7 +180,7 @@ def w2_cases(uniform, cpu):
 
 
 def cpp_times(binary, names, device):
-    """Seconds per call of the named hpipe_bench benchmarks (median of 3 repetitions)."""
+    """Seconds per call of the named hpipe_bench benchmarks, by name (median of 3 repetitions)."""
     prefix = "BM_cuda_" if device == "cuda" else "BM_"
     names = [prefix + name[len("BM_"):] for name in names]
     pattern = "^(" + "|".join(names) + ")(/real_time)?$"
@@ -222,10 +222,10 @@ def main():
           f"hpipe {'from ' + hpipe.__file__ if hpipe else 'not importable: peers only'}")
 
     binary = args.hpipe_bench if hpipe and os.access(args.hpipe_bench, os.X_OK) else None
-    print(f"hpipe_bench: {binary or 'not found: Python figures only'}")
-    header = f"{'case':30s} {'hpipe py':>10s} {'best peer':>28s} {'peer/py':>8s} {'C++':>10s} {'peer/C++':>9s} {'py/C++':>7s}"
-    print(header)
-    rows = []  # (label, hpipe_bench name, seconds from Python, best peer, its seconds): no arrays kept
+    print(f"hpipe_bench: {binary or 'not found: Python figures only'}; each case's C++ benchmark runs right "
+          f"after its Python timings. Goal: py/C++ <= {PYTHON_GOAL} (Python keeps C++'s lead within 10%).\n")
+    print(f"{'case':28s} {'hpipe py':>10s} {'C++':>10s} {'best peer':>30s} {'peer/py':>8s} {'peer/C++':>9s} {'py/C++':>7s}")
+    cpp = {}
     for case in cases(args.device):
         if args.filter not in case.label:
             continue
@@ -234,36 +234,25 @@ def main():
         for name, fn in case.peers.items():
             for n in peer_threads:
                 torch.set_num_threads(n)
-                label = f"{name} @{n}t" if len(peer_threads) > 1 else name
-                peer_times[label] = seconds_per_call(fn, args.device, repeats)
+                peer_times[f"{name} @{n}t" if len(peer_threads) > 1 else name] = seconds_per_call(fn, args.device, repeats)
         torch.set_num_threads(threads)
         best = min(peer_times, key=peer_times.get)
+        peer = peer_times[best]
         py = seconds_per_call(case.hpipe_call, args.device, repeats) if hpipe else None
-        rows.append((case.label, case.bench, py, best, peer_times[best]))
+        if binary:
+            cpp.update(cpp_times(binary, [case.bench], args.device))
+        c = cpp.get(case.bench)
+        ratios = f"{peer / py if py else float('nan'):8.2f}" + (
+            f" {peer / c:9.2f} {py / c:7.2f}  {'ok' if py / c <= PYTHON_GOAL else 'BEHIND'}" if c else "")
+        print(f"{case.label:28s} {show(py):>10s} {show(c):>10s} {best + ' ' + show(peer):>30s} {ratios}")
         others = ", ".join(f"{name} {show(t)}" for name, t in peer_times.items() if name != best)
-        print(f"{case.label:30s} {show(py):>10s} {best + ' ' + show(peer_times[best]):>28s} "
-              f"{peer_times[best] / py if py else float('nan'):8.2f}" + (f"   (also {others})" if others else ""),
-              flush=True)
-        del case
-
-    # hpipe_bench runs after the Python timings, whose arrays are gone by then.
-    cpp = cpp_times(binary, [bench for _, bench, _, _, _ in rows], args.device) if binary else {}
-    if cpp:
-        print(f"\nWith hpipe_bench (same cases; py/C++ <= {PYTHON_GOAL} keeps Python within 10% of C++'s lead):")
-        print(header)
-        for label, bench, py, best, peer in rows:
-            c = cpp.get(bench)
-            if c is None:
-                continue
-            verdict = "ok" if py / c <= PYTHON_GOAL else "BEHIND"
-            print(f"{label:30s} {show(py):>10s} {best + ' ' + show(peer):>28s} "
-                  f"{peer / py:8.2f} {show(c):>10s} {peer / c:9.2f} {py / c:7.2f}  {verdict}")
+        print(f"{'':28s}   other peers: {others}" if others else "", flush=True)
 
     if hpipe and args.device == "cpu" and np and not args.filter:
-        small_call_figures(cpp, binary, args.device, args.repeats)
+        small_call_figures(cpp, args.device, args.repeats)
 
 
-def small_call_figures(cpp, binary, device, repeats):
+def small_call_figures(cpp, device, repeats):
     """The cost of a tiny call from Python, and the small batched dot at every thread count."""
     gen = torch.Generator().manual_seed(3)
     a, v = torch.rand(5, 5, generator=gen), torch.rand(5, 7, generator=gen)

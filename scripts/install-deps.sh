@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise it prints the exact command to run and fails.
 set -eu
 packages="cmake ninja-build g++ make pkg-config libhalide14-0-dev libgtest-dev libbenchmark-dev libpng-dev
-python3-dev pybind11-dev python3-numpy python3-pytest python3-scipy python3-torch python3-setuptools python3-venv
+python3-dev pybind11-dev python3-numpy python3-pytest python3-scipy python3-torch
 python3-dask python3-distributed python3-psutil python3-zarr"
 missing=""
 for p in $packages; do

@@ -16,7 +16,12 @@ run("${WORK}/build/cassi_demo")
 # With -D PYTHON=<interpreter> -D PYTHON_DIR=<package dir under the prefix>: the Python package
 # installed beside the library imports from the prefix alone and computes.
 if (PYTHON)
-  run("${CMAKE_COMMAND}" -E env "PYTHONPATH=${WORK}/prefix/${PYTHON_DIR}" "${PYTHON}" -c
-      "import hpipe, numpy as np; assert hpipe.__file__.startswith('${WORK}/prefix'), hpipe.__file__; \
-np.testing.assert_allclose(hpipe.exp(np.zeros(3)), np.ones(3)); print('installed hpipe imports from', hpipe.__file__)")
+  # (Lines, not semicolons: run() would split the code at them.)
+  run("${CMAKE_COMMAND}" -E env "PYTHONPATH=${WORK}/prefix/${PYTHON_DIR}" "${PYTHON}" -c "
+import numpy as np
+import hpipe
+assert hpipe.__file__.startswith('${WORK}/prefix'), hpipe.__file__
+np.testing.assert_allclose(hpipe.exp(np.zeros(3)), np.ones(3))
+print('installed hpipe imports from', hpipe.__file__)
+")
 endif ()

@@ -14,3 +14,6 @@ from . import _core  # noqa: E402
 from ._core import *  # noqa: E402,F401,F403
 
 __all__ = [name for name in dir(_core) if not name.startswith("_")]
+for _name in __all__:  # help() and reprs name the package, not its compiled core
+    getattr(_core, _name).__module__ = __name__
+del _name

@@ -64,11 +64,11 @@ Call::Call(const char *op, const std::string &device) : op_(op) {
 }
 
 void Call::type_error(const char *name, const std::string &what) const {
-  throw py::type_error("hpipe." + op_ + ": " + name + ": " + what);
+  throw py::type_error(std::string("hpipe.") + op_ + ": " + name + ": " + what);
 }
 
 void Call::value_error(const char *name, const std::string &what) const {
-  throw Error("hpipe." + op_ + ": " + name + ": " + what);
+  throw Error(std::string("hpipe.") + op_ + ": " + name + ": " + what);
 }
 
 void Call::require_rank(const Operand &a, const char *name, int rank, const char *dims) const {
@@ -79,8 +79,9 @@ void Call::require_rank(const Operand &a, const char *name, int rank, const char
 
 void Call::require_rank(const Operand &a, const char *name, int low, int high, const char *dims) const {
   if (a.rank < low || a.rank > high)
-    value_error(name, "expected " + std::to_string(low) + " to " + std::to_string(high) + " dimensions " + dims +
-                          ", got shape " + shape_string(a.shape_vector()));
+    value_error(name, "expected " + std::to_string(low) + " to " + std::to_string(high) + " dimensions" +
+                          (*dims ? std::string(" ") + dims : std::string()) + ", got shape " +
+                          shape_string(a.shape_vector()));
 }
 
 Operand Call::read(py::handle object, const char *name, bool writable) {

@@ -82,7 +82,6 @@ class Call {
 
   DType dtype() const { return dtype_; }
   const Options &options() const { return options_; }
-  const std::string &op() const { return op_; }
   [[noreturn]] void type_error(const char *name, const std::string &what) const;
   [[noreturn]] void value_error(const char *name, const std::string &what) const;
 
@@ -90,7 +89,7 @@ class Call {
   Operand read(py::handle object, const char *name, bool writable);
   void match_first(const Operand &a, const char *name);
 
-  std::string op_;
+  const char *op_;  // a string literal
   Options options_;
   bool have_first_ = false;
   DType dtype_ = DType::f32;

@@ -13,7 +13,14 @@ enum DLDeviceTypeCode : std::int32_t {
   kDLCUDAManaged = 13, // unified memory: a device pointer that the host can read too
 };
 
-enum DLDataTypeCode : std::uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLComplex = 5, kDLBool = 6 };
+enum DLDataTypeCode : std::uint8_t {
+  kDLInt = 0,
+  kDLUInt = 1,
+  kDLFloat = 2,
+  kDLBfloat = 4,
+  kDLComplex = 5,
+  kDLBool = 6,
+};
 
 struct DLDevice {
   std::int32_t device_type;

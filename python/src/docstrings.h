@@ -6,7 +6,7 @@
 namespace hpipe::python::docs {
 
 #define HPIPE_ARRAYS                                                                                 \
-  "Arrays: NumPy arrays or anything with __dlpack__ (PyTorch CPU/CUDA tensors, CuPy), float32 or\n" \
+  "\nArrays: NumPy arrays or anything with __dlpack__ (PyTorch CPU/CUDA tensors, CuPy), float32 or\n" \
   "float64, all of one dtype and on one device; any strides (transposed and broadcast views are\n"  \
   "read in place). The result goes into `out` (returned) or a new array of x's kind (NumPy in,\n"    \
   "NumPy out; tensor in, tensor on the same device out). device: 'auto' (CUDA when usable or the\n"  \
@@ -142,7 +142,8 @@ inline constexpr const char *kTvDenoise =
     "skimage.restoration.denoise_tv_chambolle(x[b], weight, max_num_iter=iterations, eps=0,\n"
     "channel_axis=0) (iterations n makes n - 1 dual steps). vectorial=True couples the bands\n"
     "(Bresson & Chan's vectorial TV).\n\n"
-    "x: (B, C, H, W); returns the same shape. Host memory only.\n" HPIPE_ARRAYS
+    "x: (B, C, H, W); returns the same shape. Host memory only. Accuracy: every operation in the\n"
+    "element type (float32's divisor: a reciprocal estimate refined by one Newton step).\n" HPIPE_ARRAYS
     "\nExample:\n"
     "    >>> smooth = hpipe.tv_denoise(noisy[None], weight=0.1, iterations=10)\n";
 
@@ -181,7 +182,7 @@ inline constexpr const char *kAdmmTv =
 inline constexpr const char *kPsnr =
     "psnr(estimate, truth, peak=1.0, *, device='auto')\n--\n\n"
     "Peak signal-to-noise ratio 10 log10(peak^2 / MSE) in dB (inf when equal) of two (H, W) host\n"
-    "images of one dtype. device: 'auto' or 'cpu'.\n"
+    "images of one dtype. Accuracy: computed in double. device: 'auto' or 'cpu'.\n"
     "\nExample:\n"
     "    >>> hpipe.psnr(x[0, 5], scene[5])\n";
 
@@ -190,7 +191,7 @@ inline constexpr const char *kSsim =
     "SSIM of Wang et al. 2004 (11 x 11 Gaussian window, sigma 1.5, K1 = 0.01, K2 = 0.03), the mean\n"
     "over every window inside the image; equal to skimage's structural_similarity with\n"
     "gaussian_weights=True, use_sample_covariance=False. Two (H, W) host images, H, W >= 11.\n"
-    "device: 'auto' or 'cpu'.\n"
+    "Accuracy: computed in double. device: 'auto' or 'cpu'.\n"
     "\nExample:\n"
     "    >>> hpipe.ssim(x[0, 5], scene[5])\n";
 

@@ -2,9 +2,6 @@
 // (arrays.h), checks what only the binding knows (ranks, kinds, dtypes), runs the C++ call with
 // the GIL released, and returns `out` (given or new). The shapes, checks and messages of the
 // operations themselves are the C++ API's.
-#include <pybind11/functional.h>
-#include <pybind11/stl.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -21,6 +18,15 @@ Dispersion dispersion(const Call &call, int step, const std::string &axis) {
   if (axis == "width") return {step, Axis::width};
   if (axis == "height") return {step, Axis::height};
   call.value_error("axis", "expected 'width' or 'height', got '" + axis + "'");
+}
+
+// An integer argument (anything with __index__, as NumPy takes them).
+std::int64_t as_index(const Call &call, const py::handle &value, const char *name) {
+  if (!PyIndex_Check(value.ptr()))
+    call.type_error(name, "expected an int, got " + std::string(py::str(py::type::handle_of(value).attr("__name__"))));
+  const Py_ssize_t i = PyNumber_AsSsize_t(value.ptr(), PyExc_OverflowError);
+  if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return i;
 }
 
 template <class T>
@@ -65,7 +71,7 @@ py::object cassi_forward(py::handle x_object, py::handle mask_object, int step, 
   dispatch(call.dtype(), [&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
-    hpipe::cassi_forward(x.input<T, 4>(), mask_of<T>(mask), d, out.view<T, 4 - 1>(), call.options());
+    hpipe::cassi_forward(x.input<T, 4>(), mask_of<T>(mask), d, out.view<T, 3>(), call.options());
   });
   return out.object;
 }
@@ -73,7 +79,8 @@ py::object cassi_forward(py::handle x_object, py::handle mask_object, int step, 
 // The band count C of a cube made from a measurement: `bands`, else out's, else a per-band mask's.
 std::int64_t band_count(const Call &call, const py::object &bands, const Operand *out, const Operand &mask) {
   if (!bands.is_none()) {
-    const auto c = bands.cast<std::int64_t>();
+    const auto c = as_index(call, bands, "bands");
+    if (c < 1) call.value_error("bands", "expected at least 1, got " + std::to_string(c));
     if (out && out->shape[1] != c)
       call.value_error("bands", "is " + std::to_string(c) + " but out has " + std::to_string(out->shape[1]));
     return c;
@@ -180,7 +187,8 @@ py::object conv1d(py::handle a_object, py::handle v_object, const std::string &m
   ConvMode mode = ConvMode::full;
   if (mode_name == "same") mode = ConvMode::same;
   else if (mode_name == "valid") mode = ConvMode::valid;
-  else if (mode_name != "full") call.value_error("mode", "expected 'full', 'same' or 'valid', got '" + mode_name + "'");
+  else if (mode_name != "full")
+    call.value_error("mode", "expected 'full', 'same' or 'valid', got '" + mode_name + "'");
   const Operand a = call.input(a_object, "a");
   call.require_rank(a, "a", 2, "(N, La)");
   const Operand v = call.input(v_object, "v");
@@ -230,12 +238,11 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
   call.require_rank(x, "x", 1, 4, "");
   int axis = 0;
   if (!axis_object.is_none()) {
-    axis = axis_object.cast<int>();
-    if (axis < -x.rank || axis >= x.rank)
+    const std::int64_t a = as_index(call, axis_object, "axis");
+    if (a < -x.rank || a >= x.rank)
       call.value_error("axis", "expected -" + std::to_string(x.rank) + " to " + std::to_string(x.rank - 1) +
-                                   " for x of shape " + shape_string(x.shape_vector()) + ", got " +
-                                   std::to_string(axis));
-    if (axis < 0) axis += x.rank;
+                                   " for x of shape " + shape_string(x.shape_vector()) + ", got " + std::to_string(a));
+    axis = static_cast<int>(a < 0 ? a + x.rank : a);
   } else if (x.rank > 1) {
     // Every element: a C-contiguous x is one long row.
     if (!x.c_contiguous())
@@ -270,10 +277,11 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
 // ---- reconstruction ----
 
 // Called by the C++ loop after every iteration (GIL released): lets Ctrl-C stop it, draws the
-// progress bar, and calls the caller's callback; an exception from either ends the run.
+// progress bar, and calls the caller's callback; an exception from either ends the run. It holds
+// the callback as a handle (the caller's frame keeps it alive) so copies need no GIL.
 class Progress {
  public:
-  Progress(const char *op, py::object callback, bool bar) : op_(op), callback_(std::move(callback)), bar_(bar) {}
+  Progress(const char *op, py::handle callback, bool bar) : op_(op), callback_(callback), bar_(bar) {}
   void operator()(const IterationInfo &info) const {
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -293,7 +301,7 @@ class Progress {
 
  private:
   const char *op_;
-  py::object callback_;
+  py::handle callback_;
   bool bar_;
 };
 
@@ -406,8 +414,8 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("iterations", &hpipe::IterationInfo::iterations)
       .def_readonly("residual", &hpipe::IterationInfo::residual)
       .def("__repr__", [](const hpipe::IterationInfo &i) {
-        return "IterationInfo(iteration=" + std::to_string(i.iteration) +
-               ", iterations=" + std::to_string(i.iterations) + ", residual=" + py::repr(py::float_(i.residual)).cast<std::string>() + ")";
+        return "IterationInfo(iteration=" + std::to_string(i.iteration) + ", iterations=" +
+               std::to_string(i.iterations) + ", residual=" + std::string(py::repr(py::float_(i.residual))) + ")";
       });
 
   const auto out = py::arg("out") = py::none();
@@ -478,49 +486,40 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("tv_denoise", &tv_denoise, docs::kTvDenoise, "x"_a, "weight"_a = 0.1, "iterations"_a = 5,
         "vectorial"_a = false, py::kw_only(), out, device);
+  // gap_tv and admm_tv differ in one knob: GAP's `accelerate`, ADMM's `gamma`.
   const hpipe::ReconParams defaults;
-  m.def(
-      "gap_tv",
-      [](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations, double lam,
-         bool accelerate, double tv_weight, int tv_iterations, bool vectorial, py::object callback, bool progress,
-         py::handle out, const std::string &device) {
-        const ReconArgs args{std::move(bands), step,      std::move(axis), iterations, lam,
-                             0.0,              accelerate, tv_weight,      tv_iterations, vectorial,
-                             std::move(callback), progress};
-        return reconstruct_tv(hpipe::ReconMethod::gap_tv, y, mask, args, out, device);
-      },
-      docs::kGapTv, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations,
-      "lam"_a = defaults.lambda, "accelerate"_a = defaults.accelerate, "tv_weight"_a = defaults.tv.weight,
-      "tv_iterations"_a = defaults.tv.iterations, "vectorial"_a = defaults.tv.vectorial, py::kw_only(),
-      "callback"_a = py::none(), "progress"_a = false, out, device);
-  m.def(
-      "admm_tv",
-      [](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations, double lam,
-         double gamma, double tv_weight, int tv_iterations, bool vectorial, py::object callback, bool progress,
-         py::handle out, const std::string &device) {
-        const ReconArgs args{std::move(bands), step,  std::move(axis), iterations,    lam,
-                             gamma,            false, tv_weight,       tv_iterations, vectorial,
-                             std::move(callback), progress};
-        return reconstruct_tv(hpipe::ReconMethod::admm_tv, y, mask, args, out, device);
-      },
-      docs::kAdmmTv, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations,
-      "lam"_a = defaults.lambda, "gamma"_a = defaults.gamma, "tv_weight"_a = defaults.tv.weight,
-      "tv_iterations"_a = defaults.tv.iterations, "vectorial"_a = defaults.tv.vectorial, py::kw_only(),
-      "callback"_a = py::none(), "progress"_a = false, out, device);
-  m.def(
-      "psnr",
-      [](py::handle estimate, py::handle truth, double peak, const std::string &device) {
-        return image_quality("psnr", [](auto e, auto t, double p) { return hpipe::psnr(e, t, p); }, estimate, truth,
-                             peak, device);
-      },
-      docs::kPsnr, "estimate"_a, "truth"_a, "peak"_a = 1.0, py::kw_only(), device);
-  m.def(
-      "ssim",
-      [](py::handle estimate, py::handle truth, double data_range, const std::string &device) {
-        return image_quality("ssim", [](auto e, auto t, double r) { return hpipe::ssim(e, t, r); }, estimate, truth,
-                             data_range, device);
-      },
-      docs::kSsim, "estimate"_a, "truth"_a, "data_range"_a = 1.0, py::kw_only(), device);
+  const auto def_recon = [&](const char *name, const char *doc, hpipe::ReconMethod method, auto knob_type,
+                             py::arg_v knob) {
+    using Knob = decltype(knob_type);
+    m.def(
+        name,
+        [method](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations,
+                 double lam, Knob knob, double tv_weight, int tv_iterations, bool vectorial, py::object callback,
+                 bool progress, py::handle out, const std::string &device) {
+          ReconArgs args{std::move(bands), step,          std::move(axis), iterations,         lam, 0.0, false,
+                         tv_weight,        tv_iterations, vectorial,       std::move(callback), progress};
+          if constexpr (std::is_same_v<Knob, bool>) args.accelerate = knob;
+          else args.gamma = knob;
+          return reconstruct_tv(method, y, mask, args, out, device);
+        },
+        doc, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations, "lam"_a = defaults.lambda,
+        knob, "tv_weight"_a = defaults.tv.weight, "tv_iterations"_a = defaults.tv.iterations,
+        "vectorial"_a = defaults.tv.vectorial, py::kw_only(), "callback"_a = py::none(), "progress"_a = false, out,
+        device);
+  };
+  def_recon("gap_tv", docs::kGapTv, hpipe::ReconMethod::gap_tv, bool{}, "accelerate"_a = defaults.accelerate);
+  def_recon("admm_tv", docs::kAdmmTv, hpipe::ReconMethod::admm_tv, double{}, "gamma"_a = defaults.gamma);
+  // psnr and ssim: a number from two images and a scale.
+  const auto def_quality = [&](const char *name, const char *doc, const char *scale, auto run) {
+    m.def(
+        name,
+        [name, run](py::handle estimate, py::handle truth, double scale, const std::string &device) {
+          return image_quality(name, run, estimate, truth, scale, device);
+        },
+        doc, "estimate"_a, "truth"_a, py::arg(scale) = 1.0, py::kw_only(), device);
+  };
+  def_quality("psnr", docs::kPsnr, "peak", [](auto e, auto t, double peak) { return hpipe::psnr(e, t, peak); });
+  def_quality("ssim", docs::kSsim, "data_range", [](auto e, auto t, double range) { return hpipe::ssim(e, t, range); });
   m.def("synth", &synth, docs::kSynth, "bands"_a = 28, "height"_a = 256, "width"_a = 256, "seed"_a = 1,
         py::kw_only(), device);
 

@@ -103,6 +103,16 @@ def tolerance(dtype, bands=1):
     return {"rtol": 4 * bands * eps, "atol": 4 * bands * eps}
 
 
+@pytest.mark.parametrize("batch,bands", [(1, 3), (2, 1), (1, 1)])
+@pytest.mark.parametrize("per_band", [False, True])
+def test_cassi_gradients_of_one_image_or_one_band(batch, bands, per_band):
+    x = rand(batch, bands, H, W, seed=1, requires_grad=True)
+    mask = rand(*((bands,) if per_band else ()), H, W, low=0.1, seed=2, requires_grad=True)
+    y = rand(batch, H, W + (bands - 1) * 2, seed=3, requires_grad=True)
+    check_gradients(ht.cassi_forward, x, mask)
+    check_gradients(lambda y, m: ht.cassi_pinv(y, m, bands), y, mask)
+
+
 def test_cassi_mask_gradient_through_expanded_and_noncontiguous_inputs():
     # A broadcast (expanded) mask and a transposed cube: gradients reach the original tensors.
     x = rand(B, C, W, H, seed=1, requires_grad=True)
