@@ -34,8 +34,7 @@ namespace hpipe::cli {
 
 const std::vector<Option> kBatchOptions = {
     {"--shard", nullptr, "I/N",
-     "run only items I, I+N, I+2N, ... (default: SLURM_ARRAY_TASK_ID/SLURM_ARRAY_TASK_COUNT, or "
-     "JOB_COMPLETION_INDEX/JOB_COMPLETIONS, when set)"},
+     "run items I, I+N, I+2N, ... only (default: a Slurm array's or Kubernetes Indexed Job's index, when set)"},
     {"--workers", nullptr, "N", "items run at once here (default: the cores, at most the items)"},
     {"--scheduler", nullptr, "ADDRESS", "run the items on the Dask cluster at tcp://HOST:PORT (needs the Python package)"},
     {"--ext", nullptr, "npy|png", "the outputs' format: OUTDIR/NAME.npy (default) or .png (2-D results)"},
@@ -78,8 +77,9 @@ std::string stem(const std::string &path) {
 std::vector<std::string> item_inputs(const std::vector<std::string> &sources) {
   std::vector<std::string> inputs;
   for (const std::string &s : sources) {
-    const bool manifest = exists(s) && !is_directory(s) && !has_npy_magic(s) && !has_png_magic(s) &&
-                          !(s.size() > 4 && (s.compare(s.size() - 4, 4, ".npy") == 0 || s.compare(s.size() - 4, 4, ".png") == 0));
+    const std::string tail = s.size() > 4 ? s.substr(s.size() - 4) : "";
+    const bool manifest = exists(s) && !is_directory(s) && !has_npy_magic(s) && !has_png_magic(s) && tail != ".npy" &&
+                          tail != ".png";
     const std::vector<std::string> more = expand_inputs({manifest ? "@" + s : s});
     inputs.insert(inputs.end(), more.begin(), more.end());
   }
@@ -185,7 +185,8 @@ Plan plan_of(const Context &ctx) {
   for (const std::string &in : item_inputs(p.sources)) {
     const std::string out = p.outdir + "/" + stem(in) + "." + p.ext;
     const auto [it, fresh] = named.emplace(out, in);
-    if (!fresh) throw UsageError(in + " and " + it->second + " would both write " + out + " (outputs are named after inputs)");
+    if (!fresh)
+      throw UsageError(in + " and " + it->second + " would both write " + out + " (outputs are named after inputs)");
     p.items.push_back({in, out});
   }
   return p;
@@ -360,12 +361,13 @@ int run_batch(Context &ctx) {
   }
   const Shard shard = shard_of(ctx);
   std::vector<std::size_t> selected, todo;
-  for (std::size_t i = static_cast<std::size_t>(shard.index); i < plan.items.size(); i += static_cast<std::size_t>(shard.count))
-    selected.push_back(i);
+  const auto first = static_cast<std::size_t>(shard.index), step = static_cast<std::size_t>(shard.count);
+  for (std::size_t i = first; i < plan.items.size(); i += step) selected.push_back(i);
   const bool force = ctx.has("--force");
   for (std::size_t i : selected)
     if (force || !exists(plan.items[i].output)) todo.push_back(i);
-  ctx.summary.set("command", plan.command[0] + " " + plan.command[1]).set("items", static_cast<std::int64_t>(plan.items.size()));
+  ctx.summary.set("command", plan.command[0] + " " + plan.command[1]);
+  ctx.summary.set("items", static_cast<std::int64_t>(plan.items.size()));
   ctx.summary.set("shard", std::to_string(shard.index) + "/" + std::to_string(shard.count));
   ctx.summary.set("selected", static_cast<std::int64_t>(selected.size()));
 
@@ -374,7 +376,8 @@ int run_batch(Context &ctx) {
     for (std::size_t i : selected) {
       const Item &item = plan.items[i];
       const bool complete = exists(item.output);
-      listed.push_back(Json().set("index", static_cast<std::int64_t>(i)).set("input", item.input).set("output", item.output).set("complete", complete));
+      listed.push_back(Json().set("index", static_cast<std::int64_t>(i)).set("input", item.input));
+      listed.back().set("output", item.output).set("complete", complete);
       ctx.say(std::string(complete ? "complete " : "pending  ") + item.input + " -> " + item.output);
     }
     ctx.summary.set("list", listed);
@@ -382,7 +385,8 @@ int run_batch(Context &ctx) {
   }
 
   const int cores = usable_cores();
-  const int workers = static_cast<int>(ctx.integer("--workers", std::clamp<std::int64_t>(std::int64_t(todo.size()), 1, cores), 1, kMaxWorkers));
+  const std::int64_t all_at_once = std::clamp<std::int64_t>(std::int64_t(todo.size()), 1, cores);
+  const int workers = static_cast<int>(ctx.integer("--workers", all_at_once, 1, kMaxWorkers));
   const int threads = static_cast<int>(ctx.integer("--threads", std::max(1, cores / workers), 1, 1024));
   if (workers * threads > cores)
     ctx.warn(std::to_string(workers) + " workers x " + std::to_string(threads) + " threads oversubscribe the " +
