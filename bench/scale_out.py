@@ -108,12 +108,14 @@ def main():
                "-q", "--force", "-o", "f"]
         batch_tiny = timed(lambda run: subprocess.run(cmd, cwd=tmp, check=True))
 
-    print(f"best of {REPEATS} runs each; GAP-TV, {opts.items} items of ({BANDS}, {HEIGHT}, {WIDTH}), {opts.iters} iterations, "
-          f"{len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()[0]:.2f} at the end")
+    print(f"best of {REPEATS} runs each; GAP-TV, {opts.items} items of ({BANDS}, {HEIGHT}, {WIDTH}), "
+          f"{opts.iters} iterations, {len(os.sched_getaffinity(0))} cores, "
+          f"load average {os.getloadavg()[0]:.2f} at the end")
     base = rows[0][1]
     for name, seconds in rows:
         print(f"  {name:24s} {seconds:7.2f} s  {opts.items / seconds:6.2f} items/s  {base / seconds:5.2f}x serial")
-    print(f"scheduling overhead per item ({opts.tiny} empty items, 2 workers): dask {dask_tiny / opts.tiny * 1e3:.2f} ms, "
+    print(f"scheduling overhead per item ({opts.tiny} empty items, 2 workers): "
+          f"dask {dask_tiny / opts.tiny * 1e3:.2f} ms, "
           f"hpipe batch (a process per item) {batch_tiny / opts.tiny * 1e3:.2f} ms")
 
 

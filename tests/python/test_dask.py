@@ -157,21 +157,22 @@ def test_the_command_runs_on_the_scheduler_and_a_corrupt_input_fails_alone(clien
     # The command runs this interpreter on this package (its folders, absolute: cwd changes).
     env = dict(os.environ, HPIPE_PYTHON=sys.executable,
                PYTHONPATH=os.pathsep.join(os.path.dirname(os.path.abspath(p)) for p in hpipe.__path__))
-    scheduler = ["--scheduler", client.scheduler.address]
-    run = subprocess.run([HPIPE_CLI, "batch", *RECON, "--iters=5", "-o", "out", "--json", *scheduler, "--", "meas"], cwd=tmp_path,
-                         env=env, capture_output=True, text=True, timeout=120)
+
+    def batch(*options):
+        return subprocess.run([HPIPE_CLI, "batch", *RECON, *options, "--scheduler", client.scheduler.address, "--",
+                               "meas"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    run = batch("--iters=5", "-o", "out", "--json")
     assert run.returncode == 1 and run.stdout.startswith("{"), run.stderr
     result = json.loads(run.stdout)["result"]
     assert (result["done"], result["failed"]) == (3, 1), result
     assert result["failures"][0]["input"] == "meas/bad.npy"
     assert "hpipe: error: meas/bad.npy: " in run.stderr
     assert sorted(os.listdir(tmp_path / "out")) == ["y0.npy", "y1.npy", "y2.npy"]
-    # A re-run redoes only the failed item; bad usage is exit status 2 before anything runs.
+    # A re-run skips the complete items; bad usage stops the batch with exit status 2.
     (tmp_path / "meas" / "bad.npy").unlink()
-    again = subprocess.run([HPIPE_CLI, "batch", *RECON, "--iters=5", "-o", "out", "--json", *scheduler, "--", "meas"], cwd=tmp_path,
-                           env=env, capture_output=True, text=True, timeout=120)
+    again = batch("--iters=5", "-o", "out", "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["result"]["skipped"] == 3
-    usage = subprocess.run([HPIPE_CLI, "batch", *RECON, "--lambda=-1", "-o", "u", *scheduler, "--", "meas"],
-                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    usage = batch("--lambda=-1", "-o", "u")
     assert usage.returncode == 2 and "--lambda" in usage.stderr, usage.stderr
