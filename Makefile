@@ -34,7 +34,8 @@ install: build
 # The main job: the hpipe tool on the synthetic 28-band scene: write it, measure it through the
 # coded mask into a 16-bit PNG (A), invert that back to a band stack (A+), measure the result
 # again and compare: the round trip A(A+ y) against y. Then reconstruct y with GAP-TV and compare
-# it and the pseudo-inverse with the scene (PSNR/SSIM). Each step prints its times. Files in $(DEMO).
+# it and the pseudo-inverse with the scene (PSNR/SSIM), ending with one colour picture of the
+# three side by side. Each step prints its times. Files in $(DEMO).
 DEMO  ?= $(BUILD)/demo
 HPIPE  = $(BUILD)/tools/hpipe
 demo: build
@@ -46,7 +47,8 @@ demo: build
 	@echo "round trip: A(A+ y) against y (y and A+ y stored as 16-bit PNGs):"
 	$(HPIPE) diff $(DEMO)/measurement.png $(DEMO)/measurement_again.npy
 	@echo "GAP-TV reconstruction of y (20 iterations): PSNR/SSIM against the scene, beside the pseudo-inverse's:"
-	$(HPIPE) recon gap-tv $(DEMO)/measurement.png --mask $(DEMO)/mask.png --step 2 --iters 20 --truth $(DEMO)/scene -o $(DEMO)/gap_tv/band_%02d.png --scale auto
+	$(HPIPE) recon gap-tv $(DEMO)/measurement.png --mask $(DEMO)/mask.png --step 2 --iters 20 --truth $(DEMO)/scene -o $(DEMO)/gap_tv/band_%02d.png --scale auto --preview $(DEMO)/preview
+	@echo "in colour (CIE 1931, the 28 KAIST wavelengths): scene | pseudo-inverse | GAP-TV: $(DEMO)/preview/comparison.png"
 
 clean:
 	rm -rf $(BUILD)

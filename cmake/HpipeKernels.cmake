@@ -1,7 +1,8 @@
-# One way to add a kernel: hpipe_add_kernel().
+# How a kernel is built: hpipe_add_kernel(), called for every kernel that an hpipe_add_family()
+# line lists (cmake/HpipeFamilies.cmake).
 #
-# Every kernel comes from a generator registered per element type as <GENERATOR>_<type>
-# (see pipelines/). For each type it produces
+# Every kernel comes from a generator registered per element type as <kernel>_<type>
+# (pipelines/<family>_generators.cpp). For each type it produces
 #   hpipe_<NAME>_<type>_cpu   x86-64 multitarget: AVX-512 (Skylake), AVX2+FMA, SSE4.1 (baseline, last)
 #   hpipe_<NAME>_<type>_cuda  CUDA, sm_80 PTX (the driver JITs it for newer GPUs); only with HPIPE_CUDA
 # Each is a static library whose C function has the same name as the library. All kernels share one
@@ -43,7 +44,7 @@ if (HPIPE_TUNING_FILE)
   cmake_language(DEFER CALL _hpipe_check_tuned_kernels)
 endif ()
 
-# The generator executable is made once, from every generator source; pipelines/ fills it. The
+# The generator executable is made once, from every family's generator source (pipelines/). The
 # algorithms and schedules it instantiates come from the library hpipe_schedules (made first).
 function(hpipe_add_generators)
   target_include_directories(hpipe_schedules PUBLIC ${PROJECT_SOURCE_DIR})
@@ -71,16 +72,12 @@ function(hpipe_add_generators)
   install(TARGETS hpipe_halide_runtime EXPORT hpipeTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()
 
-# hpipe_add_kernel(<name> GENERATOR <generator> TYPES <f32|f64>... [KNOBS_OF <name>])
-# KNOBS_OF: schedule with another kernel's knobs (a variant of it, tuned with it).
+# hpipe_add_kernel(<name> TYPES <f32|f64>... KNOBS_OF <name>)
+# KNOBS_OF: the kernel whose knobs schedule this one (itself, or the kernel it is a variant of).
 function(hpipe_add_kernel NAME)
-  cmake_parse_arguments(ARG "" "GENERATOR;KNOBS_OF" "TYPES" ${ARGN})
-  set(knobs_name ${NAME})
-  if (ARG_KNOBS_OF)
-    set(knobs_name ${ARG_KNOBS_OF})
-  endif ()
-  if (NOT ARG_GENERATOR OR NOT ARG_TYPES)
-    message(FATAL_ERROR "hpipe_add_kernel(${NAME}): GENERATOR and TYPES are required")
+  cmake_parse_arguments(ARG "" "KNOBS_OF" "TYPES" ${ARGN})
+  if (NOT ARG_KNOBS_OF OR NOT ARG_TYPES)
+    message(FATAL_ERROR "hpipe_add_kernel(${NAME}): TYPES and KNOBS_OF are required")
   endif ()
   set_property(GLOBAL APPEND PROPERTY HPIPE_KERNEL_NAMES ${NAME})
   set(backends cpu)
@@ -95,10 +92,10 @@ function(hpipe_add_kernel NAME)
       else ()
         set(targets ${HPIPE_CUDA_TARGET})
       endif ()
-      set(HPIPE_KNOBS_${knobs_name}_${backend} "" CACHE STRING "Schedule knobs of ${knobs_name} on ${backend}")
-      set(knobs "${HPIPE_KNOBS_${knobs_name}_${backend}}")
+      set(HPIPE_KNOBS_${ARG_KNOBS_OF}_${backend} "" CACHE STRING "Schedule knobs of ${ARG_KNOBS_OF} on ${backend}")
+      set(knobs "${HPIPE_KNOBS_${ARG_KNOBS_OF}_${backend}}")
       if (NOT knobs)
-        get_property(knobs GLOBAL PROPERTY HPIPE_TUNED_${knobs_name}_${backend})
+        get_property(knobs GLOBAL PROPERTY HPIPE_TUNED_${ARG_KNOBS_OF}_${backend})
       endif ()
       set(params "")
       if (knobs)  # empty: the schedule's defaults
@@ -106,7 +103,7 @@ function(hpipe_add_kernel NAME)
         set(params "knobs=${knobs}")
       endif ()
       add_halide_library(${lib} FROM hpipe_generators
-        GENERATOR ${ARG_GENERATOR}_${type}
+        GENERATOR ${NAME}_${type}
         TARGETS ${targets}
         USE_RUNTIME hpipe_halide_runtime
         PARAMS ${params})

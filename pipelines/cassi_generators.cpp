@@ -2,6 +2,8 @@
 // generators/cassi.cpp, the schedules in schedules/cassi_{cpu,cuda}.cpp.
 //
 // Every mask input is 3-D (w, h, c); the runtime passes a shared (H, W) mask with a c-stride of 0.
+#include <type_traits>
+
 #include "generators/cassi.h"
 #include "pipelines/generator_base.h"
 #include "schedules/cassi.h"
@@ -31,105 +33,97 @@ struct CassiArgs {
   }
 };
 
-template <class T>
-class CassiForwardGenerator : public Generator<CassiForwardGenerator<T>> {
- public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
-  GeneratorInput<Buffer<T>> x{"x", 4};
-  CassiArgs<T> args;
-  GeneratorOutput<Buffer<T>> y{"y", 3};
+// A buffer an op over the mask reads or writes: its name, rank and estimate.
+struct Data {
+  const char *name;
+  int rank;  // 0: no buffer (phi reads nothing but the mask)
+  Region (CassiEstimates::*estimate)() const;
+};
+constexpr Data kCube{"x", 4, &CassiEstimates::cube};
+constexpr Data kMeasurement{"y", 3, &CassiEstimates::measurement};
+constexpr Data kPhi{"phi", 2, &CassiEstimates::phi};
+constexpr Data kNoData{"", 0, nullptr};
 
-  void generate() {
-    auto op = alg::cassi_forward(x, args.mask, args.geometry(), alg::band_sum_form(this->get_target()));
-    y = op.y;
-    const CassiEstimates e;
-    x.set_estimates(e.cube());
-    args.set_estimates(e);
-    y.set_estimates(e.measurement());
-    apply_schedule<sched::CassiKnobs>(op, this->get_target(), knobs);
+// The ops over the mask: what each reads and writes, its algorithm and which Func is the output.
+struct Forward {
+  static constexpr Data in = kCube, out = kMeasurement;
+  static constexpr auto output = &alg::CassiForward::y;
+  static alg::CassiForward algorithm(Func x, Func mask, const CassiGeometry &g, const Target &t) {
+    return alg::cassi_forward(x, mask, g, alg::band_sum_form(t));
+  }
+};
+struct Adjoint {
+  static constexpr Data in = kMeasurement, out = kCube;
+  static constexpr auto output = &alg::CassiAdjoint::x;
+  static alg::CassiAdjoint algorithm(Func y, Func mask, const CassiGeometry &g, const Target &) {
+    return alg::cassi_adjoint(y, mask, g);
+  }
+};
+struct Phi {
+  static constexpr Data in = kNoData, out = kPhi;
+  static constexpr auto output = &alg::CassiPhi::phi;
+  static alg::CassiPhi algorithm(Func, Func mask, const CassiGeometry &g, const Target &t) {
+    return alg::cassi_phi(mask, g, alg::band_sum_form(t));
+  }
+};
+struct Pinv {
+  static constexpr Data in = kMeasurement, out = kCube;
+  static constexpr auto output = &alg::CassiPinv::x;
+  static alg::CassiPinv algorithm(Func y, Func mask, const CassiGeometry &g, const Target &t) {
+    return alg::cassi_pinv(y, mask, g, alg::band_sum_form(t));
+  }
+};
+struct PinvAlpha {
+  static constexpr Data in = kMeasurement, out = kCube;
+  static constexpr auto output = &alg::CassiPinvAlpha::x;
+  static alg::CassiPinvAlpha algorithm(Func y, Func mask, const CassiGeometry &g, const Target &) {
+    return alg::cassi_pinv_alpha(y, mask, g);
   }
 };
 
-template <class T>
-class CassiAdjointGenerator : public Generator<CassiAdjointGenerator<T>> {
- public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
-  GeneratorInput<Buffer<T>> y{"y", 3};
-  CassiArgs<T> args;
-  GeneratorOutput<Buffer<T>> x{"x", 4};
-
-  void generate() {
-    auto op = alg::cassi_adjoint(y, args.mask, args.geometry());
-    x = op.x;
-    const CassiEstimates e;
-    y.set_estimates(e.measurement());
-    args.set_estimates(e);
-    x.set_estimates(e.cube());
-    apply_schedule<sched::CassiKnobs>(op, this->get_target(), knobs);
-  }
+// Where an op reads no buffer besides the mask: nothing, so that its arguments start at the mask.
+struct NoInput {
+  NoInput(const char *, int) {}
 };
 
-template <class T>
-class CassiPhiGenerator : public Generator<CassiPhiGenerator<T>> {
+// The generator of an op over the mask: arguments (in, mask, step, axis, out).
+template <class T, class Op>
+class CassiGenerator : public FamilyGenerator<CassiGenerator<T, Op>, sched::CassiKnobs> {
+  static constexpr bool kHasInput = Op::in.rank > 0;
+
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
+  std::conditional_t<kHasInput, GeneratorInput<Buffer<T>>, NoInput> in{Op::in.name, Op::in.rank};
   CassiArgs<T> args;
-  GeneratorOutput<Buffer<T>> phi{"phi", 2};
+  GeneratorOutput<Buffer<T>> out{Op::out.name, Op::out.rank};
 
   void generate() {
-    auto op = alg::cassi_phi(args.mask, args.geometry(), alg::band_sum_form(this->get_target()));
-    phi = op.phi;
+    Func data;
+    if constexpr (kHasInput) data = in;
+    const auto op = Op::algorithm(data, args.mask, args.geometry(), this->get_target());
+    out = op.*Op::output;
     const CassiEstimates e;
+    if constexpr (kHasInput) in.set_estimates((e.*Op::in.estimate)());
     args.set_estimates(e);
-    phi.set_estimates(e.phi());
-    apply_schedule<sched::CassiKnobs>(op, this->get_target(), knobs);
+    out.set_estimates((e.*Op::out.estimate)());
+    this->schedule_with_knobs(op);
   }
 };
-
 template <class T>
-class CassiPinvGenerator : public Generator<CassiPinvGenerator<T>> {
- public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
-  GeneratorInput<Buffer<T>> y{"y", 3};
-  CassiArgs<T> args;
-  GeneratorOutput<Buffer<T>> x{"x", 4};
-
-  void generate() {
-    auto op = alg::cassi_pinv(y, args.mask, args.geometry(), alg::band_sum_form(this->get_target()));
-    x = op.x;
-    const CassiEstimates e;
-    y.set_estimates(e.measurement());
-    args.set_estimates(e);
-    x.set_estimates(e.cube());
-    apply_schedule<sched::CassiKnobs>(op, this->get_target(), knobs);
-  }
-};
-
+using CassiForwardGenerator = CassiGenerator<T, Forward>;
 template <class T>
-class CassiPinvAlphaGenerator : public Generator<CassiPinvAlphaGenerator<T>> {
- public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
-  GeneratorInput<Buffer<T>> y{"y", 3};
-  CassiArgs<T> args;
-  GeneratorOutput<Buffer<T>> x{"x", 4};
-
-  void generate() {
-    auto op = alg::cassi_pinv_alpha(y, args.mask, args.geometry());
-    x = op.x;
-    const CassiEstimates e;
-    y.set_estimates(e.measurement());
-    args.set_estimates(e);
-    x.set_estimates(e.cube());
-    apply_schedule<sched::CassiKnobs>(op, this->get_target(), knobs);
-  }
-};
+using CassiAdjointGenerator = CassiGenerator<T, Adjoint>;
+template <class T>
+using CassiPhiGenerator = CassiGenerator<T, Phi>;
+template <class T>
+using CassiPinvGenerator = CassiGenerator<T, Pinv>;
+template <class T>
+using CassiPinvAlphaGenerator = CassiGenerator<T, PinvAlpha>;
 
 // shift (zero-pad, cube -> shifted cube) and shift_back (crop): no mask; the geometry comes from
 // the input, less the dispersion for shift_back.
 template <class T, bool kBack>
-class CassiShiftGenerator : public Generator<CassiShiftGenerator<T, kBack>> {
+class CassiShiftGenerator : public FamilyGenerator<CassiShiftGenerator<T, kBack>, sched::CassiKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> in{"in", 4};
   GeneratorInput<int> step{"step"};
   GeneratorInput<int> axis{"axis"};
@@ -147,7 +141,7 @@ class CassiShiftGenerator : public Generator<CassiShiftGenerator<T, kBack>> {
     out.set_estimates(kBack ? e.cube() : e.shifted_cube());
     step.set_estimate(e.step);
     axis.set_estimate(e.axis);
-    apply_schedule<sched::CassiKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 template <class T>

@@ -13,9 +13,8 @@ namespace {
 using namespace Halide;
 
 template <class T>
-class Conv1dGenerator : public Generator<Conv1dGenerator<T>> {
+class Conv1dGenerator : public FamilyGenerator<Conv1dGenerator<T>, sched::Conv1dKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> signal{"signal", 2};
   GeneratorInput<Buffer<T>> kernel{"kernel", 2};
   GeneratorInput<int> offset{"offset"};  // first element of the full convolution in `out`
@@ -29,7 +28,7 @@ class Conv1dGenerator : public Generator<Conv1dGenerator<T>> {
     kernel.set_estimates(e.kernel_region());
     offset.set_estimate(0);
     out.set_estimates(e.out());
-    apply_schedule<sched::Conv1dKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 

@@ -13,9 +13,8 @@ using namespace Halide;
 // the views of transposed (N, K) arrays. Out = double (column-major only): partial results for the
 // runtime, which reads few interleaved columns as many (runtime/src/dot.cpp).
 template <class T, bool kColumns, class Out = T>
-class BatchedDotGenerator : public Generator<BatchedDotGenerator<T, kColumns, Out>> {
+class BatchedDotGenerator : public FamilyGenerator<BatchedDotGenerator<T, kColumns, Out>, sched::DotKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> a{"a", 2};
   GeneratorInput<Buffer<T>> b{"b", 2};
   GeneratorOutput<Buffer<Out>> out{"out", 1};
@@ -36,7 +35,7 @@ class BatchedDotGenerator : public Generator<BatchedDotGenerator<T, kColumns, Ou
     a.set_estimates(operand_estimate);
     b.set_estimates(operand_estimate);
     out.set_estimates(alg::DotEstimates().out());
-    apply_schedule<sched::DotKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 template <class T>

@@ -12,18 +12,26 @@
 
 namespace hpipe {
 
-// Applies the op family's CUDA schedule when the target has CUDA, its CPU schedule otherwise.
-// `Knobs` names the family's knob structs (Knobs::Cpu, Knobs::Cuda); `text` overrides defaults.
-template <class Knobs, class Op>
-void apply_schedule(const Op &op, const Halide::Target &target, const std::string &text) {
-  try {
-    sched::apply_knobs<Knobs>(op, target, text);
-  } catch (const std::invalid_argument &e) {
-    // Generators run at build time: a bad knob stops the build with the reason.
-    std::cerr << "hpipe generator: bad knobs: " << e.what() << "\n";
-    std::exit(1);
+// The base of a generator `Self` of the op family whose knob structs `Knobs` names (Knobs::Cpu,
+// Knobs::Cuda): `knobs` ("name:value,...") overrides their defaults.
+template <class Self, class Knobs>
+class FamilyGenerator : public Halide::Generator<Self> {
+ public:
+  Halide::GeneratorParam<std::string> knobs{"knobs", ""};
+
+ protected:
+  // Applies the family's CUDA schedule when the target has CUDA, its CPU schedule otherwise.
+  template <class Op>
+  void schedule_with_knobs(const Op &op) {
+    try {
+      sched::apply_knobs<Knobs>(op, this->get_target(), knobs);
+    } catch (const std::invalid_argument &e) {
+      // Generators run at build time: a bad knob stops the build with the reason.
+      std::cerr << "hpipe generator: bad knobs: " << e.what() << "\n";
+      std::exit(1);
+    }
   }
-}
+};
 
 }  // namespace hpipe
 

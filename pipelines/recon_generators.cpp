@@ -43,9 +43,8 @@ struct ReconArgs {
 };
 
 template <class T>
-class TvChambolleGenerator : public Generator<TvChambolleGenerator<T>> {
+class TvChambolleGenerator : public FamilyGenerator<TvChambolleGenerator<T>, sched::ReconKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> x{"image", 4};
   GeneratorInput<T> weight{"weight"};
   GeneratorInput<int> iterations{"iterations"};
@@ -59,15 +58,14 @@ class TvChambolleGenerator : public Generator<TvChambolleGenerator<T>> {
     weight.set_estimate(T(0.1));
     iterations.set_estimate(e.tv_iterations);
     out.set_estimates(e.cassi.cube());
-    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 
 // Vectorial TV: one dual step, and the result from the dual. The duals are (w, h, c, b) cubes.
 template <class T>
-class TvVectorialStepGenerator : public Generator<TvVectorialStepGenerator<T>> {
+class TvVectorialStepGenerator : public FamilyGenerator<TvVectorialStepGenerator<T>, sched::ReconKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> x{"image", 4};
   GeneratorInput<Buffer<T>> p_w{"p_w", 4};
   GeneratorInput<Buffer<T>> p_h{"p_h", 4};
@@ -81,14 +79,13 @@ class TvVectorialStepGenerator : public Generator<TvVectorialStepGenerator<T>> {
     for (auto *in : {&x, &p_w, &p_h}) in->set_estimates(e.cassi.cube());
     weight.set_estimate(T(0.1));
     next.set_estimates(e.cassi.cube());
-    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 
 template <class T>
-class TvFinishGenerator : public Generator<TvFinishGenerator<T>> {
+class TvFinishGenerator : public FamilyGenerator<TvFinishGenerator<T>, sched::ReconKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> x{"image", 4};
   GeneratorInput<Buffer<T>> p_w{"p_w", 4};
   GeneratorInput<Buffer<T>> p_h{"p_h", 4};
@@ -100,14 +97,13 @@ class TvFinishGenerator : public Generator<TvFinishGenerator<T>> {
     const ReconEstimates e;
     for (auto *in : {&x, &p_w, &p_h}) in->set_estimates(e.cassi.cube());
     out.set_estimates(e.cassi.cube());
-    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 
 template <class T>
-class GapTvGenerator : public Generator<GapTvGenerator<T>> {
+class GapTvGenerator : public FamilyGenerator<GapTvGenerator<T>, sched::ReconKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> x{"x_prev", 4};
   GeneratorInput<Buffer<T>> y1{"y1_prev", 3};
   ReconArgs<T> args;
@@ -128,14 +124,13 @@ class GapTvGenerator : public Generator<GapTvGenerator<T>> {
     accelerate.set_estimate(1);
     x_next.set_estimates(e.cassi.cube());
     y1_next.set_estimates(e.cassi.measurement());
-    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 
 template <class T>
-class AdmmTvGenerator : public Generator<AdmmTvGenerator<T>> {
+class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T>, sched::ReconKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> theta{"theta_prev", 4};
   GeneratorInput<Buffer<T>> b{"b_prev", 4};
   ReconArgs<T> args;
@@ -153,7 +148,7 @@ class AdmmTvGenerator : public Generator<AdmmTvGenerator<T>> {
     args.set_estimates(e);
     gamma.set_estimate(T(0.01));
     next.set_estimates(e.cassi.cube());
-    apply_schedule<sched::ReconKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 

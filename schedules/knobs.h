@@ -22,23 +22,17 @@ struct UnusedKnobs {
   static constexpr const char *names = "";
 };
 
-template <class Knobs>
-std::string format_knobs(Knobs knobs) {
-  std::ostringstream out;
-  const char *sep = "";
-  knobs.visit([&](const char *name, int &value, const Candidates &) {
-    out << sep << name << ":" << value;
-    sep = ",";
-  });
-  return out.str();
-}
+// One "name:value" item of a knob text.
+struct KnobSetting {
+  std::string name;
+  int value = 0;
+};
 
-// Parses "a:1,b:2" over the defaults of Knobs; unknown names and non-integers are errors. "a=1"
-// is accepted too, but the build passes knobs with ':' (Halide's generator command line rejects a
-// second '=' in `knobs=...`).
-template <class Knobs>
-Knobs parse_knobs(const std::string &text) {
-  Knobs knobs;
+// The one reader of knob texts: the items of "a:1,b:2", in order. "a=1" is accepted too, but the
+// build passes knobs with ':' (Halide's generator command line rejects a second '=' in
+// `knobs=...`). An item that is not name:value with an integer value throws std::invalid_argument.
+inline std::vector<KnobSetting> split_knobs(const std::string &text) {
+  std::vector<KnobSetting> settings;
   std::istringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -46,23 +40,50 @@ Knobs parse_knobs(const std::string &text) {
     const auto eq = item.find_first_of("=:");
     if (eq == std::string::npos) throw std::invalid_argument("knob '" + item + "' is not name:value");
     const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    std::size_t used = 0;
+    int number = 0;
+    try {
+      number = std::stoi(value, &used);
+    } catch (const std::exception &) {
+      used = 0;
+    }
+    if (used != value.size() || value.empty())
+      throw std::invalid_argument("knob '" + name + "' needs an integer, got '" + value + "'");
+    settings.push_back({name, number});
+  }
+  return settings;
+}
+
+// The one writer: "a:1,b:2".
+inline std::string join_knobs(const std::vector<KnobSetting> &settings) {
+  std::string text;
+  for (const auto &s : settings) text += (text.empty() ? "" : ",") + s.name + ":" + std::to_string(s.value);
+  return text;
+}
+
+template <class Knobs>
+std::string format_knobs(Knobs knobs) {
+  std::vector<KnobSetting> settings;
+  knobs.visit([&](const char *name, int &value, const Candidates &) { settings.push_back({name, value}); });
+  return join_knobs(settings);
+}
+
+// Parses a knob text over the defaults of Knobs; unknown names, non-integers and illegal
+// combinations are errors.
+template <class Knobs>
+Knobs parse_knobs(const std::string &text) {
+  Knobs knobs;
+  for (const KnobSetting &setting : split_knobs(text)) {
     bool found = false;
     knobs.visit([&](const char *knob, int &slot, const Candidates &) {
-      if (name != knob) return;
+      if (setting.name != knob) return;
       found = true;
-      std::size_t used = 0;
-      try {
-        slot = std::stoi(value, &used);
-      } catch (const std::exception &) {
-        used = 0;
-      }
-      if (used != value.size() || value.empty())
-        throw std::invalid_argument("knob '" + name + "' needs an integer, got '" + value + "'");
+      slot = setting.value;
     });
     if (!found) {
       std::string known;
       knobs.visit([&](const char *knob, int &, const Candidates &) { known += std::string(" ") + knob; });
-      throw std::invalid_argument("unknown knob '" + name + "' (known:" + known + ")");
+      throw std::invalid_argument("unknown knob '" + setting.name + "' (known:" + known + ")");
     }
   }
   if (!knobs.valid()) throw std::invalid_argument("knobs '" + text + "' are not a legal combination");

@@ -1,7 +1,10 @@
 // CASSI operators against the double-precision reference, identities, and bad input.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <cstring>
+#include <limits>
 #include <iostream>
 #include <numeric>
 #include <sstream>
@@ -15,25 +18,6 @@ namespace hpipe::test {
 namespace {
 
 using reference::CassiProblem;
-
-// Band sums (A x, Phi): float32 ones are formed in float64 from exact products and rounded once,
-// so they are within half an ULP (<= eps/2 relative); float64 ones take up to C + 1 roundings of
-// positive terms (inputs are positive).
-template <class T>
-Tolerance band_sum_tolerance(std::int64_t bands) {
-  if (std::is_same_v<T, float>) return {0, 0.5 * epsilon<T>() * (1 + 1e-6)};
-  return {0, 2.0 * (bands + 2) * epsilon<T>()};
-}
-// Products and quotients: a few roundings.
-template <class T>
-Tolerance few_roundings_tolerance() {
-  return {0, 4 * epsilon<T>()};
-}
-// Quotients of band sums (pinv): the band sum's error plus a few roundings.
-template <class T>
-Tolerance band_sum_quotient_tolerance(std::int64_t bands) {
-  return {0, band_sum_tolerance<T>(bands).rel + few_roundings_tolerance<T>().rel};
-}
 
 const std::vector<CassiProblem> kProblems = {
     // B, C, H, W, step, along_height, per_band_mask
@@ -91,36 +75,39 @@ void check_every_op(const CassiProblem &p, Device device, std::uint32_t seed) {
 
   auto y_out = poisoned<T, 3>({p.B, p.Hm(), p.Wm()});
   cassi_forward(in.x.view(), in.mask(), d, y_out.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(y_out), reference::cassi_forward(p, x, m), band_sum_tolerance<T>(p.C)))
+  EXPECT_TRUE(all_near(to_doubles(y_out), reference::cassi_forward(p, x, m), tolerance::cassi_band_sum<T>(p.C)))
       << "forward";
 
   auto x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_adjoint(in.y.view(), in.mask(), d, x_out.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_adjoint(p, y, m), few_roundings_tolerance<T>()))
+  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_adjoint(p, y, m), tolerance::cassi_few_roundings<T>()))
       << "adjoint";
 
   auto phi = poisoned<T, 2>({p.Hm(), p.Wm()});
   cassi_phi(in.mask(), p.C, d, phi.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(phi), reference::cassi_phi(p, m), band_sum_tolerance<T>(p.C))) << "phi";
+  EXPECT_TRUE(all_near(to_doubles(phi), reference::cassi_phi(p, m), tolerance::cassi_band_sum<T>(p.C))) << "phi";
 
   x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_pinv(in.y.view(), in.mask(), d, x_out.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_pinv(p, y, m), band_sum_quotient_tolerance<T>(p.C)))
+  EXPECT_TRUE(
+      all_near(to_doubles(x_out), reference::cassi_pinv(p, y, m), tolerance::cassi_band_sum_quotient<T>(p.C)))
       << "pinv";
 
   x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_pinv_alpha(in.y.view(), in.mask(), d, x_out.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_pinv_alpha(p, y, m), few_roundings_tolerance<T>()))
+  EXPECT_TRUE(
+      all_near(to_doubles(x_out), reference::cassi_pinv_alpha(p, y, m), tolerance::cassi_few_roundings<T>()))
       << "pinv_alpha";
 
   auto shifted = poisoned<T, 4>({p.B, p.C, p.Hm(), p.Wm()});
   cassi_shift(in.x.view(), d, shifted.view(), on);
   const auto shifted_ref = reference::cassi_shift(p, x);
-  EXPECT_TRUE(all_near(to_doubles(shifted), shifted_ref, {0, 0})) << "shift";
+  EXPECT_TRUE(all_near(to_doubles(shifted), shifted_ref, tolerance::kExact)) << "shift";
 
   x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_shift_back(shifted.view(), d, x_out.view(), on);
-  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_shift_back(p, shifted_ref), {0, 0})) << "shift_back";
+  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_shift_back(p, shifted_ref), tolerance::kExact))
+      << "shift_back";
 
   // Inputs are never modified.
   const CassiInputs<T> again(p, seed);
@@ -156,7 +143,7 @@ TYPED_TEST(CassiTyped, AdjointIdentity) {
       return std::inner_product(a.begin(), a.end(), b.begin(), 0.0);
     };
     const double lhs = dot(to_doubles(ax), to_doubles(in.y)), rhs = dot(to_doubles(in.x), to_doubles(aty));
-    EXPECT_NEAR(lhs, rhs, 2.0 * (p.C + 2) * epsilon<T>() * std::abs(lhs));
+    EXPECT_NEAR(lhs, rhs, tolerance::cassi_adjoint_identity_rel<T>(p.C) * std::abs(lhs));
   }
 }
 
@@ -169,7 +156,7 @@ TYPED_TEST(CassiTyped, InversesAreRightInverses) {
     const auto y = cassi_forward(in.x.view(), in.mask(), dispersion(p), {Device::cpu});
     const auto via_phi = cassi_pinv(y.view(), in.mask(), p.C, dispersion(p), {Device::cpu});
     const auto via_alpha = cassi_pinv_alpha(y.view(), in.mask(), p.C, dispersion(p), {Device::cpu});
-    const auto tol = Tolerance{0, 4.0 * (p.C + 2) * epsilon<T>()};
+    const auto tol = tolerance::cassi_right_inverse<T>(p.C);
     EXPECT_TRUE(all_near(to_doubles(cassi_forward(via_phi.view(), in.mask(), dispersion(p), {Device::cpu})),
                          to_doubles(y), tol))
         << "A(pinv(y))";
@@ -187,7 +174,7 @@ TEST(CassiW4, RoundTripMeanAbsoluteError) {
   const Dispersion d = dispersion(p);
   const auto y = cassi_forward(in.x.view(), in.mask(), d, {Device::cpu});
   EXPECT_TRUE(all_near(to_doubles(y), reference::cassi_forward(p, to_doubles(in.x), in.mask_values()),
-                       band_sum_tolerance<float>(p.C)));
+                       tolerance::cassi_band_sum<float>(p.C)));
   const auto x_inv = cassi_pinv_alpha(y.view(), in.mask(), p.C, d, {Device::cpu});
   const auto y2 = cassi_forward(x_inv.view(), in.mask(), d, {Device::cpu});
   double total = 0;
@@ -195,11 +182,11 @@ TEST(CassiW4, RoundTripMeanAbsoluteError) {
   const double mae = total / double(y.size());
   std::cout << "[ W4 round trip ] mean |A(pinv_alpha(A x)) - A x| = " << mae << " (float32)\n";
   RecordProperty("w4_round_trip_mae", std::to_string(mae));
-  EXPECT_LE(mae, 1e-6);
+  EXPECT_LE(mae, tolerance::kCassiW4RoundTripMae);
 
   const auto x_pinv = cassi_pinv(y.view(), in.mask(), p.C, d, {Device::cpu});
   EXPECT_TRUE(all_near(to_doubles(x_pinv), reference::cassi_pinv(p, to_doubles(y), in.mask_values()),
-                       band_sum_quotient_tolerance<float>(p.C)));
+                       tolerance::cassi_band_sum_quotient<float>(p.C)));
 }
 
 // Strided views: a cube that is every other element of a larger array, and a strided output.
@@ -219,7 +206,7 @@ TEST(CassiViews, NonContiguousInputsAndOutputs) {
   View<float, 3> strided_y(y_wide.data() + 1, {p.B, p.Hm(), p.Wm()}, {ys[0], ys[1], 3});
   cassi_forward(strided_x, in.mask(), dispersion(p), strided_y, {Device::cpu});
   const auto expected = reference::cassi_forward(p, to_doubles(in.x), in.mask_values());
-  EXPECT_TRUE(all_near(to_doubles(strided_y), expected, band_sum_tolerance<float>(p.C)));
+  EXPECT_TRUE(all_near(to_doubles(strided_y), expected, tolerance::cassi_band_sum<float>(p.C)));
   // Elements of y_wide between the strided ones are untouched (still NaN).
   EXPECT_TRUE(std::isnan(y_wide(0, 0, 0)));
   EXPECT_TRUE(std::isnan(y_wide(0, 0, 2)));
@@ -266,6 +253,42 @@ TEST(CassiErrors, BadArgumentsNameTheArgument) {
   for (std::int64_t i = 0; i < y.size(); i++) ASSERT_TRUE(std::isnan(y.data()[i]));
 }
 
+// Issue #15: shape arithmetic overflowed (2^62 bands gave a cube 12 wide), and the allocating
+// forms allocated (and zeroed) before the checks: step 2^24 with 129 bands took 8.4 GB before the
+// size error, step INT_MIN threw std::bad_alloc.
+long max_resident_kib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+TEST(CassiErrors, ShapeOverflowAndOversizedOutputsFailBeforeAllocating) {
+  const std::int64_t huge = std::int64_t(1) << 62;
+  EXPECT_HPIPE_ERROR(cassi_cube_shape({1, 8, 8}, huge, Dispersion{4}), "hpipe::cassi_cube_shape", "bands",
+                     "past 2^63 pixels");
+  EXPECT_HPIPE_ERROR(cassi_cube_shape({1, 8, 8}, huge, Dispersion{1}), "hpipe::cassi_cube_shape", "measurement",
+                     "shape (1, 8, 8) is too small for 4611686018427387904 bands");
+  EXPECT_HPIPE_ERROR(cassi_measurement_shape({1, huge, 4, 4}, Dispersion{2}), "hpipe::cassi_measurement_shape", "cube");
+  EXPECT_HPIPE_ERROR(cassi_measurement_shape({1, 3, 4, std::numeric_limits<std::int64_t>::max() - 1}, Dispersion{2}),
+                     "hpipe::cassi_measurement_shape", "wider than 2^63");
+
+  auto x = random_array<float, 4>({1, 129, 1, 1}, 40);
+  auto mask = random_array<float, 2>({1, 1}, 41);
+  const long before = max_resident_kib();
+  EXPECT_HPIPE_ERROR(cassi_forward(x.view(), mask.view(), Dispersion{1 << 24}, {Device::cpu}), "hpipe::cassi_forward",
+                     "y", "exceeds 2^31");
+  EXPECT_HPIPE_ERROR(cassi_forward(x.view(), mask.view(), Dispersion{std::numeric_limits<int>::min()}, {Device::cpu}),
+                     "hpipe::cassi_forward", "dispersion", "|step| must be at most 2^24");
+  auto y = random_array<float, 3>({1, 1, 1 << 20}, 42);
+  EXPECT_HPIPE_ERROR(cassi_adjoint(y.view(), mask.view(), 1 << 12, Dispersion{1}, {Device::cpu}), "hpipe::cassi_adjoint",
+                     "x", "spans more than 2 GiB");
+  EXPECT_HPIPE_ERROR(cassi_pinv(y.view(), mask.view(), huge, Dispersion{4}, {Device::cpu}), "hpipe::cassi_pinv", "bands",
+                     "past 2^63 pixels");
+  EXPECT_HPIPE_ERROR(cassi_pinv(y.view(), mask.view(), 1 << 20, Dispersion{2}, {Device::cpu}), "hpipe::cassi_pinv", "y",
+                     "is too small for 1048576 bands");
+  EXPECT_LT(max_resident_kib() - before, 256 * 1024) << "an output was allocated before the checks";
+}
+
 TEST(CassiErrors, CudaRequestWithoutGpu) {
   if (cuda_available()) GTEST_SKIP() << "a GPU is usable here; this checks the message where none is";
   const CassiProblem p{1, 2, 3, 4, 1};
@@ -296,7 +319,7 @@ TEST(CassiCuda, DevicePointersInAndOut) {
   auto y = poisoned<float, 3>({p.B, p.Hm(), p.Wm()});
   y_dev.copy_to(y.data(), y.size() * sizeof(float));
   EXPECT_TRUE(all_near(to_doubles(y), reference::cassi_forward(p, to_doubles(in.x), in.mask_values()),
-                       band_sum_tolerance<float>(p.C)));
+                       tolerance::cassi_band_sum<float>(p.C)));
 }
 
 }  // namespace

@@ -14,17 +14,6 @@ namespace {
 
 constexpr ConvMode kModes[] = {ConvMode::full, ConvMode::same, ConvMode::valid};
 
-// Each output is a sum of at most m = min(La, Lv) products: m + 1 roundings relative to
-// sum |a v|, which is the result itself for positive inputs and at most m for inputs in (-1, 1).
-template <class T>
-Tolerance positive_tolerance(std::int64_t m) {
-  return {0, (m + 2) * epsilon<T>()};
-}
-template <class T>
-Tolerance signed_tolerance(std::int64_t m) {
-  return {(m + 2) * double(m) * epsilon<T>(), 0};
-}
-
 struct Problem {
   std::int64_t n, la, lv;
 };
@@ -48,7 +37,7 @@ void check_problem(const Problem &p, Device device, std::uint32_t seed, double l
   const auto v_rows = random_array<T, 2>({p.n, p.lv}, seed + 1, lo);
   const auto v_shared = random_array<T, 1>({p.lv}, seed + 2, lo);
   const std::int64_t m = std::min(p.la, p.lv);
-  const Tolerance tol = lo > 0 ? positive_tolerance<T>(m) : signed_tolerance<T>(m);
+  const Tolerance tol = lo > 0 ? tolerance::conv1d_positive<T>(m) : tolerance::conv1d_signed<T>(m);
   for (ConvMode mode : kModes) {
     for (bool shared : {false, true}) {
       SCOPED_TRACE(describe(p, mode, shared));
@@ -142,11 +131,11 @@ TEST(Conv1dViews, StridedInputsAndOutputs) {
     auto out_wide = poisoned<float, 2>({p.n, 2 * lo});
     const View<float, 2> out(out_wide.data() + 1, {p.n, lo}, {2 * lo, 2});
     conv1d(a_strided, v_rows, mode, out, {Device::cpu});
-    EXPECT_TRUE(all_near(to_doubles(out), expected, positive_tolerance<float>(p.lv)));
+    EXPECT_TRUE(all_near(to_doubles(out), expected, tolerance::conv1d_positive<float>(p.lv)));
     EXPECT_TRUE(std::isnan(out_wide(0, 0)));
     auto dense = poisoned<float, 2>({p.n, lo});
     conv1d(a_t, v_rows, mode, dense.view(), {Device::cpu});
-    EXPECT_TRUE(all_near(to_doubles(dense), expected, positive_tolerance<float>(p.lv)));
+    EXPECT_TRUE(all_near(to_doubles(dense), expected, tolerance::conv1d_positive<float>(p.lv)));
   }
 }
 

@@ -12,16 +12,10 @@
 namespace hpipe::test {
 namespace {
 
-// The bound of hpipe/dot.h for one row, plus the reference's own error (K + 1) * 2^-64 * S.
+// The bound of hpipe/dot.h for one row, plus the reference's own error.
 template <class T>
 double dot_bound(double exact, double magnitude, std::int64_t k) {
-  const double reference_error = (k + 1) * std::ldexp(1.0, -64) * magnitude;
-  if constexpr (std::is_same_v<T, float>) {
-    const double eps32 = std::ldexp(1.0, -24);
-    return eps32 * std::abs(exact) + 66 * eps32 * magnitude + reference_error;
-  } else {
-    return (100 + double(k) / 1024) * std::ldexp(1.0, -53) * magnitude + reference_error;
-  }
+  return tolerance::dot_bound<T>(exact, magnitude, k) + tolerance::dot_reference_error(magnitude, k);
 }
 
 // Every row of `out` within the bound of the reference of a, b (given as dense (n, k) values).

@@ -21,12 +21,7 @@ namespace {
 
 using reference::Fn;
 
-// The accuracy contract of hpipe/math.h (the targets), in ULP of the result.
-struct UlpContract {
-  double exp, log, erf;
-  double of(Fn fn) const { return fn == Fn::exp ? exp : fn == Fn::log ? log : erf; }
-};
-constexpr UlpContract kUlpContract{1.0, 1.0, 1.5};
+using tolerance::kUlpContract;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -369,15 +364,6 @@ TYPED_TEST(MathTyped, OverlapAcrossPiecesOrRowsIsAnError) {
 
 // ---------------------------------------------------------------- logsumexp
 
-// The contract of hpipe/math.h. float32: 1 ULP, plus 2^-24 absolute (each exp term is a float
-// good to about 2^-24 relative, which shows where the result nearly cancels to 0); float64: the
-// naive sum's error.
-template <class T>
-Tolerance logsumexp_tolerance(std::int64_t n) {
-  const double sum_error = double(n + 4) * std::ldexp(1.0, -53);
-  return sizeof(T) == 4 ? Tolerance{std::ldexp(1.0, -24), epsilon<float>()} : Tolerance{sum_error, sum_error};
-}
-
 // Where a logsumexp check runs: the CPU, or CUDA with x and out in host memory (hpipe copies) or
 // in CUDA memory (device pointers, the kernels' own layouts: no host-side rows path or transpose).
 enum class Where { cpu, cuda_host_memory, cuda_memory };
@@ -423,7 +409,7 @@ void check_logsumexp(const Array<T, N> &x, int axis, Where where = Where::cpu) {
           << "at " << i << ": got " << got[i] << ", expected " << expected[i];
     }
   }
-  EXPECT_TRUE(all_near(got_finite, expected_finite, logsumexp_tolerance<T>(x.shape(a))));
+  EXPECT_TRUE(all_near(got_finite, expected_finite, tolerance::logsumexp<T>(x.shape(a))));
   EXPECT_EQ(0, std::memcmp(before.data(), x.data(), sizeof(T) * x.size())) << "x was modified";
 }
 
@@ -493,14 +479,14 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   auto v = random_array<T, 1>({1000003}, 64, -40.0, 10.0);
   v(123457) = T(12);
   const std::vector<double> ref = reference::logsumexp(to_doubles(v), 1, v.shape(0), 1);
-  EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, logsumexp_tolerance<T>(v.shape(0))));
+  EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, tolerance::logsumexp<T>(v.shape(0))));
 }
 
 TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {
   using T = TypeParam;
   const auto v = random_array<T, 1>({1000}, 41, -10.0, 10.0);
   std::vector<double> ref = reference::logsumexp(to_doubles(v), 1, 1000, 1);
-  EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, logsumexp_tolerance<T>(1000)));
+  EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, tolerance::logsumexp<T>(1000)));
   // A transposed (non-mergeable) input is copied; the result is that of the dense transpose.
   const auto x = random_array<T, 3>({4, 6, 5}, 42, -2.0, 2.0);
   const View<const T, 3> perm(x.data(), {5, 4, 6}, {1, 30, 5});

@@ -14,13 +14,6 @@ namespace {
 
 using reference::CassiProblem;
 
-// The TV output after n steps is a chain of n - 1 dual updates, each a few roundings of values
-// of the order of the image: the error grows about linearly with the steps.
-template <class T>
-Tolerance tv_tolerance(int iterations) {
-  return {16.0 * (iterations + 1) * epsilon<T>(), 0};
-}
-
 struct TvCase {
   std::int64_t B, C, H, W;
   double weight;
@@ -54,7 +47,7 @@ void check_tv(const TvCase &tc, Device device, std::uint32_t seed) {
   tv_denoise(x.view(), TvParams{tc.weight, tc.iterations, tc.vectorial}, out.view(), {device});
   const CassiProblem p{tc.B, tc.C, tc.H, tc.W, 0};
   const auto expected = reference::tv_chambolle(p, to_doubles(x), tc.weight, tc.iterations, tc.vectorial);
-  EXPECT_TRUE(all_near(to_doubles(out), expected, tv_tolerance<T>(tc.iterations)));
+  EXPECT_TRUE(all_near(to_doubles(out), expected, tolerance::tv<T>(tc.iterations)));
   EXPECT_EQ(to_doubles(x), to_doubles(random_array<T, 4>(x.shape(), seed)));  // input untouched
 }
 
@@ -78,7 +71,7 @@ TEST(ReconTv, ConstantImageIsAFixedPoint) {
   Array<float, 4> x({1, 2, 9, 12});
   for (std::int64_t i = 0; i < x.size(); i++) x.data()[i] = 0.375f;
   const auto out = tv_denoise(x.view(), TvParams{0.5, 9}, {Device::cpu});
-  EXPECT_TRUE(all_near(to_doubles(out), to_doubles(x), {0, 0}));
+  EXPECT_TRUE(all_near(to_doubles(out), to_doubles(x), tolerance::kExact));
 }
 
 // ---- GAP-TV and ADMM-TV ----
@@ -103,15 +96,8 @@ Array<T, R> converted(const Array<float, R> &a) {
   return out;
 }
 
-// Per-iteration residuals and the final PSNR against the double reference. The float32 contract
-// (measured on the small scene: residuals within 6e-7 relative, PSNR within 1e-7 dB after 20
-// iterations; double: 2e-15):
-template <class T>
-Tolerance residual_tolerance() {
-  return {0, std::is_same_v<T, float> ? 1e-5 : 1e-12};
-}
-constexpr double kPsnrAgreementDb = 0.05;  // the bound
-
+// Per-iteration residuals and the final PSNR against the double reference (tolerance::recon_residual,
+// tolerance::kReconPsnrAgreementDb).
 template <class T>
 void check_method(ReconMethod method, const reference::ReconSettings &s, Device device) {
   SCOPED_TRACE(to_string(method));
@@ -148,7 +134,8 @@ void check_method(ReconMethod method, const reference::ReconSettings &s, Device 
   double worst = 0;
   for (std::size_t k = 0; k < residuals.size(); k++) {
     worst = std::max(worst, std::abs(residuals[k] - expected.residuals[k]) / expected.residuals[k]);
-    EXPECT_TRUE(all_near({residuals[k]}, {expected.residuals[k]}, residual_tolerance<T>())) << "iteration " << k + 1;
+    EXPECT_TRUE(all_near({residuals[k]}, {expected.residuals[k]}, tolerance::recon_residual<T>()))
+        << "iteration " << k + 1;
   }
   const double psnr_hpipe = reference::psnr(to_doubles(x), truth), psnr_ref = reference::psnr(expected.x, truth);
   std::cout << "[ " << to_string(method) << (s.vectorial ? " vectorial" : "") << " "
@@ -156,7 +143,7 @@ void check_method(ReconMethod method, const reference::ReconSettings &s, Device 
             << s.iterations << " iterations: PSNR " << psnr_hpipe << " dB (reference " << psnr_ref
             << " dB, difference " << std::abs(psnr_hpipe - psnr_ref) << " dB), worst relative residual difference "
             << worst << "\n";
-  EXPECT_NEAR(psnr_hpipe, psnr_ref, kPsnrAgreementDb);
+  EXPECT_NEAR(psnr_hpipe, psnr_ref, tolerance::kReconPsnrAgreementDb);
   // Inputs are never modified.
   EXPECT_EQ(to_doubles(y), to_doubles(measurement_of<T>(p, y_ref)));
   EXPECT_EQ(to_doubles(mask), to_doubles(converted<T>(scene.mask)));
@@ -218,7 +205,7 @@ TEST(ReconGeometry, BatchPerBandMaskAlongHeight) {
     const auto x = reconstruct(method, y.view(), Mask<double>(mask.view()), p.C, params, {}, {Device::cpu});
     const auto expected = method == ReconMethod::gap_tv ? reference::gap_tv(p, to_doubles(y), to_doubles(mask), s)
                                                         : reference::admm_tv(p, to_doubles(y), to_doubles(mask), s);
-    EXPECT_TRUE(all_near(to_doubles(x), expected.x, {1e-12, 1e-12}));
+    EXPECT_TRUE(all_near(to_doubles(x), expected.x, tolerance::kReconFloat64));
   }
 }
 
@@ -230,7 +217,7 @@ TEST(ReconGeometry, ZeroIterationsReturnTheAdjoint) {
   params.iterations = 0;
   const auto x = reconstruct(ReconMethod::admm_tv, y.view(), scene.mask.view(), 8, params, {}, {Device::cpu});
   const auto adjoint = cassi_adjoint(y.view(), scene.mask.view(), 8, {2, Axis::width}, {Device::cpu});
-  EXPECT_TRUE(all_near(to_doubles(x), to_doubles(adjoint), {0, 0}));
+  EXPECT_TRUE(all_near(to_doubles(x), to_doubles(adjoint), tolerance::kExact));
 }
 
 // ---- PSNR and SSIM ----

@@ -1,5 +1,5 @@
-// Test helpers shared by every kernel test: seeded random arrays, NaN-poisoned outputs, named
-// tolerances and an element-wise comparison that reports the worst element.
+// Test helpers shared by every kernel test: seeded random arrays, NaN-poisoned outputs, the named
+// tolerances (reference/tolerances.h) and an element-wise comparison that reports the worst element.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -15,19 +15,12 @@
 
 #include "hpipe/hpipe.h"
 #include "random_array.h"
+#include "reference/tolerances.h"
 
 namespace hpipe::test {
 
-// |actual - expected| <= abs + rel * |expected|
-struct Tolerance {
-  double abs;
-  double rel;
-};
-
-template <class T>
-constexpr double epsilon() {
-  return std::numeric_limits<T>::epsilon();
-}
+using tolerance::epsilon;
+using tolerance::Tolerance;
 
 // An output array filled with NaN, so any element a kernel fails to write fails the comparison.
 template <class T, int R>
@@ -67,7 +60,7 @@ inline ::testing::AssertionResult all_near(const std::vector<double> &actual, co
   std::size_t bad = 0, worst = 0;
   double worst_excess = -1;
   for (std::size_t i = 0; i < actual.size(); i++) {
-    const double limit = tol.abs + tol.rel * std::abs(expected[i]);
+    const double limit = tol.limit(expected[i]);
     const double err = std::abs(actual[i] - expected[i]);
     if (!(err <= limit)) {
       bad++;

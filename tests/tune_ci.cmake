@@ -71,7 +71,7 @@ if (STEP STREQUAL "defaults")
 elseif (STEP STREQUAL "tune")
   # A subset of the ops (--ops) keeps the test well under a minute on 2 cores: two CASSI ops (the
   # export and corruption checks below use them), the dot product, admm_tv_step for float
-  # scalars and a Tuple output, and math_logsumexp for the transcendentals (its export is read
+  # scalars and a Tuple output, and math_logsumexp for the math family (its export is read
   # back below). (The bundle step covers gap_tv_step's two outputs.)
   set(ops cassi_forward cassi_adjoint batched_dot admm_tv_step math_logsumexp)
   string(REPLACE ";" "," ops_option "${ops}")
@@ -143,7 +143,7 @@ elseif (STEP STREQUAL "tune")
   endif ()
   string(REPLACE "=" ":" knobs "${CMAKE_MATCH_1}")  # as hpipe_add_kernel() passes them
   run(0 "${GENERATOR}" -g cassi_forward_f32 -o "${WORK}" -e o target=host "knobs=${knobs}")
-  # The transcendental's exported knobs: read back by the configure step and accepted by the
+  # math_logsumexp's exported knobs: read back by the configure step and accepted by the
   # generator of both element types (the knobs tuned on float32 apply to float64 too).
   expect_in("${tuned}" "\"math_logsumexp\": { \"cpu\": {\"vector_factor\": ")  # whitespace folded
   string(REGEX MATCH "HPIPE_KNOBS_math_logsumexp_cpu=([^\n]*)" line "${read_back}")

@@ -31,6 +31,10 @@ constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
 }  // namespace
 
+void fail(const std::string &op, const std::string &arg, const std::string &message) {
+  throw Error("hpipe::" + op + ": " + arg + ": " + message);
+}
+
 Footprint footprint(const void *data, int element_bytes, int rank, const std::int64_t *shape,
                     const std::int64_t *strides, Memory memory) {
   // In 128 bits: any int64 extents and strides, without overflow.
@@ -48,14 +52,14 @@ Footprint footprint(const void *data, int element_bytes, int rank, const std::in
 void check_extents(const std::string &op, const std::string &name, int rank, const std::int64_t *shape) {
   for (int d = 0; d < rank; d++)
     if (shape[d] < 1)
-      throw Error("hpipe::" + op + ": " + name + ": every dimension must be at least 1, got shape " +
-                  shape_string(std::vector<std::int64_t>(shape, shape + rank)));
+      fail(op, name, "every dimension must be at least 1, got shape " +
+                         shape_string(std::vector<std::int64_t>(shape, shape + rank)));
 }
 
 void fail_overlap(const std::string &op, const std::string &out_name, bool other_is_output,
                   const std::string &other_name) {
-  throw Error("hpipe::" + op + ": " + out_name + ": overlaps " + (other_is_output ? "output " : "input ") +
-              other_name + "; outputs must not share memory with other arguments");
+  fail(op, out_name, std::string("overlaps ") + (other_is_output ? "output " : "input ") + other_name +
+                         "; outputs must not share memory with other arguments");
 }
 
 struct Call::Buffer {
@@ -88,32 +92,43 @@ Call::~Call() {
   }
 }
 
-void Call::fail(const std::string &name, const std::string &message) const {
-  throw Error("hpipe::" + op_ + ": " + name + ": " + message);
+void Call::fail(const std::string &name, const std::string &message) const { detail::fail(op_, name, message); }
+
+void check_kernel_buffer(const std::string &op, const std::string &name, int rank, const std::int64_t *shape,
+                         int element_bytes) {
+  check_extents(op, name, rank, shape);
+  std::int64_t elements = 1;
+  for (int d = 0; d < rank; d++) {
+    if (shape[d] > kInt32Max)
+      fail(op, name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride, got shape " +
+                         shape_string(std::vector<std::int64_t>(shape, shape + rank)));
+    elements = std::min(elements * shape[d], kInt32Max + 1);  // both <= 2^31: no overflow
+  }
+  if (elements * element_bytes > kInt32Max)
+    fail(op, name, "spans more than 2 GiB; split the work into smaller calls (shape " +
+                       shape_string(std::vector<std::int64_t>(shape, shape + rank)) + ")");
 }
 
 Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *data, int rank,
                     const std::int64_t *shape, const std::int64_t *strides, Memory memory) {
-  check_extents(op_, name, rank, shape);
+  check_kernel_buffer(op_, name, rank, shape, type.bytes());
   Buffer b;
   b.name = name;
   b.is_output = is_output;
   b.memory = memory;
   b.type = type;
   b.data = static_cast<char *>(data);
-  std::int64_t elements = 1;
   for (int i = 0; i < rank; i++) {
     const int d = rank - 1 - i;  // NumPy dimension d is Halide dimension i
-    if (shape[d] > kInt32Max || strides[d] > kInt32Max || strides[d] < -kInt32Max)
+    if (strides[d] > kInt32Max || strides[d] < -kInt32Max)
       fail(name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride");
-    elements = std::min(elements * shape[d], kInt32Max + 1);  // both <= 2^31: no overflow
     // The stride of a dimension of extent 1 is never used; 1 keeps the innermost one dense.
     const std::int64_t stride = shape[d] == 1 ? 1 : strides[d];
     b.dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0});
   }
   if (data == nullptr) fail(name, "data pointer is null");
   b.bytes = footprint(data, type.bytes(), rank, shape, strides, memory);
-  if (b.bytes.last - b.bytes.first > std::uintptr_t(kInt32Max) || elements * type.bytes() > kInt32Max)
+  if (b.bytes.last - b.bytes.first > std::uintptr_t(kInt32Max))
     fail(name, "spans more than 2 GiB; split the work into smaller calls");
   buffers_.push_back(std::move(b));
   return Arg{static_cast<int>(buffers_.size()) - 1};

@@ -8,6 +8,7 @@
 //   call.run(kernels::cassi_forward<T>, x, mask, step, axis, y);
 #pragma once
 
+#include <array>
 #include <deque>
 #include <memory>
 #include <sstream>
@@ -18,6 +19,7 @@
 
 #include "HalideBuffer.h"
 #include "HalideRuntime.h"
+#include "fail.h"
 #include "hpipe/device.h"
 #include "hpipe/error.h"
 #include "hpipe/view.h"
@@ -72,6 +74,16 @@ void check_extents(const std::string &op, const std::string &name, const View<T,
   check_extents(op, name, R, v.shape().data());
 }
 
+// The limits of one kernel buffer of `shape` (NumPy order, dense): every extent at least 1 and below
+// 2^31, at most 2 GiB in all. Call checks each argument so; an op that allocates its output checks
+// the output's shape with this before it allocates, so that a call that would fail allocates nothing.
+void check_kernel_buffer(const std::string &op, const std::string &name, int rank, const std::int64_t *shape,
+                         int element_bytes);
+template <class T, std::size_t R>
+void check_kernel_buffer(const std::string &op, const std::string &name, const std::array<std::int64_t, R> &shape) {
+  check_kernel_buffer(op, name, static_cast<int>(R), shape.data(), sizeof(T));
+}
+
 // Throws "hpipe::<op>: <out_name>: overlaps input <in_name>; ..." as Call does for the buffers of
 // one kernel call. Ops that split views into several calls, or copy them first, check the whole
 // views with this before they do.
@@ -107,6 +119,8 @@ class Call {
                view.memory());
   }
 
+  const std::string &op() const { return op_; }
+
   // Throws Error("hpipe::<op>: <name>: <message>").
   [[noreturn]] void fail(const std::string &name, const std::string &message) const;
 
@@ -119,9 +133,6 @@ class Call {
     const int status = fn(&context_, resolve(args)...);
     finish(status);
   }
-
-  Backend backend() const { return backend_; }
-  const std::string &op() const { return op_; }
 
  private:
   struct Buffer;

@@ -74,6 +74,23 @@ View<const T, 2> broadcast_rows(const View<const T, 1> &v, std::int64_t rows) {
   return View<const T, 2>(v.data(), {rows, v.shape(0)}, {0, v.stride(0)}, v.memory());
 }
 
+template <class T>
+void conv1d_shared(View<const T, 2> a, View<const T, 1> v, ConvMode mode, View<T, 2> out, const Options &options) {
+  conv1d_impl<T>(a, broadcast_rows(v, a.shape(0)), true, mode, out, options);
+}
+
+// The allocating forms, for a kernel per row (V is 2-D) or a shared one (1-D).
+template <class T, int VRank>
+Array<T, 2> conv1d_allocating(View<const T, 2> a, View<const T, VRank> v, ConvMode mode, const Options &options) {
+  Array<T, 2> out({a.shape(0), conv1d_length(a.shape(1), v.shape(VRank - 1), mode)});
+  if constexpr (VRank == 2) {
+    conv1d_impl<T>(a, v, false, mode, out.view(), options);
+  } else {
+    conv1d_shared<T>(a, v, mode, out.view(), options);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::int64_t conv1d_length(std::int64_t la, std::int64_t lv, ConvMode mode) {
@@ -100,26 +117,31 @@ const char *to_string(ConvMode mode) {
   return "unknown";
 }
 
-#define HPIPE_CONV1D_DEFINE(T)                                                                                 \
-  void conv1d(View<const T, 2> a, View<const T, 2> v, ConvMode mode, View<T, 2> out, const Options &o) {       \
-    conv1d_impl<T>(a, v, false, mode, out, o);                                                                 \
-  }                                                                                                            \
-  void conv1d(View<const T, 2> a, View<const T, 1> v, ConvMode mode, View<T, 2> out, const Options &o) {       \
-    conv1d_impl<T>(a, broadcast_rows(v, a.shape(0)), true, mode, out, o);                                      \
-  }                                                                                                            \
-  Array<T, 2> conv1d(View<const T, 2> a, View<const T, 2> v, ConvMode mode, const Options &o) {                \
-    Array<T, 2> out({a.shape(0), conv1d_length(a.shape(1), v.shape(1), mode)});                               \
-    conv1d_impl<T>(a, v, false, mode, out.view(), o);                                                          \
-    return out;                                                                                                \
-  }                                                                                                            \
-  Array<T, 2> conv1d(View<const T, 2> a, View<const T, 1> v, ConvMode mode, const Options &o) {                \
-    Array<T, 2> out({a.shape(0), conv1d_length(a.shape(1), v.shape(0), mode)});                               \
-    conv1d_impl<T>(a, broadcast_rows(v, a.shape(0)), true, mode, out.view(), o);                               \
-    return out;                                                                                                \
-  }
-
-HPIPE_CONV1D_DEFINE(float)
-HPIPE_CONV1D_DEFINE(double)
-#undef HPIPE_CONV1D_DEFINE
+void conv1d(View<const float, 2> a, View<const float, 2> v, ConvMode mode, View<float, 2> out, const Options &o) {
+  conv1d_impl<float>(a, v, false, mode, out, o);
+}
+void conv1d(View<const double, 2> a, View<const double, 2> v, ConvMode mode, View<double, 2> out,
+            const Options &o) {
+  conv1d_impl<double>(a, v, false, mode, out, o);
+}
+void conv1d(View<const float, 2> a, View<const float, 1> v, ConvMode mode, View<float, 2> out, const Options &o) {
+  conv1d_shared<float>(a, v, mode, out, o);
+}
+void conv1d(View<const double, 2> a, View<const double, 1> v, ConvMode mode, View<double, 2> out,
+            const Options &o) {
+  conv1d_shared<double>(a, v, mode, out, o);
+}
+Array<float, 2> conv1d(View<const float, 2> a, View<const float, 2> v, ConvMode mode, const Options &o) {
+  return conv1d_allocating<float, 2>(a, v, mode, o);
+}
+Array<double, 2> conv1d(View<const double, 2> a, View<const double, 2> v, ConvMode mode, const Options &o) {
+  return conv1d_allocating<double, 2>(a, v, mode, o);
+}
+Array<float, 2> conv1d(View<const float, 2> a, View<const float, 1> v, ConvMode mode, const Options &o) {
+  return conv1d_allocating<float, 1>(a, v, mode, o);
+}
+Array<double, 2> conv1d(View<const double, 2> a, View<const double, 1> v, ConvMode mode, const Options &o) {
+  return conv1d_allocating<double, 1>(a, v, mode, o);
+}
 
 }  // namespace hpipe

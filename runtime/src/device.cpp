@@ -213,7 +213,7 @@ bool cuda_available() {
 std::string cuda_unavailable_reason() { return driver().why_not; }
 
 void set_num_threads(int n) {
-  if (n < 1) throw Error("hpipe::set_num_threads: threads: expected at least 1, got " + std::to_string(n));
+  if (n < 1) detail::fail("set_num_threads", "threads", "expected at least 1, got " + std::to_string(n));
   halide_set_num_threads(n);
   threads = n;
   for (int most = pool_threads.load(); n > most && !pool_threads.compare_exchange_weak(most, n);) {

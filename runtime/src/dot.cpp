@@ -100,20 +100,26 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
   call.run(DotKernels<T>::rows, aa, ba, oa);
 }
 
+template <class T>
+Array<T, 1> dot_allocating(View<const T, 2> a, View<const T, 2> b, const Options &options) {
+  Array<T, 1> out({a.shape(0)});
+  dot_impl<T>(a, b, out.view(), options);
+  return out;
+}
+
 }  // namespace
 
-#define HPIPE_DOT_DEFINE(T)                                                                     \
-  void batched_dot(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Options &o) {  \
-    dot_impl<T>(a, b, out, o);                                                                  \
-  }                                                                                             \
-  Array<T, 1> batched_dot(View<const T, 2> a, View<const T, 2> b, const Options &o) {           \
-    Array<T, 1> out({a.shape(0)});                                                              \
-    dot_impl<T>(a, b, out.view(), o);                                                           \
-    return out;                                                                                 \
-  }
-
-HPIPE_DOT_DEFINE(float)
-HPIPE_DOT_DEFINE(double)
-#undef HPIPE_DOT_DEFINE
+void batched_dot(View<const float, 2> a, View<const float, 2> b, View<float, 1> out, const Options &o) {
+  dot_impl<float>(a, b, out, o);
+}
+void batched_dot(View<const double, 2> a, View<const double, 2> b, View<double, 1> out, const Options &o) {
+  dot_impl<double>(a, b, out, o);
+}
+Array<float, 1> batched_dot(View<const float, 2> a, View<const float, 2> b, const Options &o) {
+  return dot_allocating<float>(a, b, o);
+}
+Array<double, 1> batched_dot(View<const double, 2> a, View<const double, 2> b, const Options &o) {
+  return dot_allocating<double>(a, b, o);
+}
 
 }  // namespace hpipe

@@ -9,10 +9,14 @@
 
 #include "call.h"
 #include "kernels.h"
+#include "nd_index.h"
 
 namespace hpipe {
 
 using detail::Call;
+using detail::fail;
+using detail::for_each_index;
+using detail::offset_of;
 using detail::shape_string;
 
 namespace {
@@ -74,8 +78,7 @@ template <class T, int N, class K>
 void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N> y, const Options &options) {
   detail::check_extents(op, "x", x);
   if (x.shape() != y.shape())
-    throw Error(std::string("hpipe::") + op + ": y: expected shape " + shape_string(x.shape()) +
-                " (the shape of x), got " + shape_string(y.shape()));
+    fail(op, "y", "expected shape " + shape_string(x.shape()) + " (the shape of x), got " + shape_string(y.shape()));
   // On the whole views: each call below sees only a piece or a row of them.
   detail::check_disjoint(op, "y", y, "x", x);
   if (dense(x) && dense(y)) {
@@ -87,34 +90,20 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
     return;
   }
   // Any other layout: one call per innermost row (a strided row is copied densely by Call).
-  std::array<std::int64_t, N> index{};
-  const std::int64_t rows = x.size() / x.shape(N - 1);
-  for (std::int64_t r = 0; r < rows; r++) {
-    std::int64_t xo = 0, yo = 0;
-    for (int d = 0; d < N - 1; d++) xo += index[d] * x.stride(d), yo += index[d] * y.stride(d);
+  const auto outer = [](const auto &extents) { return detail::first_dims<N - 1>(extents); };
+  for_each_index(outer(x.shape()), [&](const auto &row) {
+    const std::int64_t xo = offset_of(row, outer(x.strides())), yo = offset_of(row, outer(y.strides()));
     run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data() + xo, {x.shape(N - 1)}, {x.stride(N - 1)}, x.memory()),
                           View<T, 1>(y.data() + yo, {y.shape(N - 1)}, {y.stride(N - 1)}, y.memory()), options);
-    for (int d = N - 2; d >= 0; d--) {
-      if (++index[d] < x.shape(d)) break;
-      index[d] = 0;
-    }
-  }
+  });
 }
 
 // A dense C-order copy of a host view.
 template <class T, int N>
 Array<std::remove_const_t<T>, N> dense_copy(const View<T, N> &v) {
   Array<std::remove_const_t<T>, N> a(v.shape());
-  std::array<std::int64_t, N> index{};
-  for (std::int64_t n = 0; n < v.size(); n++) {
-    std::int64_t offset = 0;
-    for (int d = 0; d < N; d++) offset += index[d] * v.stride(d);
-    a.data()[n] = v.data()[offset];
-    for (int d = N - 1; d >= 0; d--) {
-      if (++index[d] < v.shape(d)) break;
-      index[d] = 0;
-    }
-  }
+  std::remove_const_t<T> *next = a.data();
+  for_each_index(v.shape(), [&](const auto &index) { *next++ = v.data()[offset_of(index, v.strides())]; });
   return a;
 }
 
@@ -129,8 +118,8 @@ std::array<std::int64_t, N - 1> without_axis(const std::array<std::int64_t, N> &
 template <class T, int N>
 int normalized_axis(const char *op, int axis) {
   if (axis < -N || axis >= N)
-    throw Error(std::string("hpipe::") + op + ": axis: expected an axis in [" + std::to_string(-N) + ", " +
-                std::to_string(N) + ") for a " + std::to_string(N) + "-D x, got " + std::to_string(axis));
+    fail(op, "axis", "expected an axis in [" + std::to_string(-N) + ", " + std::to_string(N) + ") for a " +
+                         std::to_string(N) + "-D x, got " + std::to_string(axis));
   return axis < 0 ? axis + N : axis;
 }
 
@@ -198,35 +187,26 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   detail::check_extents(op, "x", x);
   const auto expected = without_axis<T, N>(x.shape(), axis);
   if (out.shape() != expected)
-    throw Error(std::string("hpipe::") + op + ": out: expected shape " + shape_string(expected) + " (x of shape " +
-                shape_string(x.shape()) + " without axis " + std::to_string(axis) + "), got " +
-                shape_string(out.shape()));
+    fail(op, "out", "expected shape " + shape_string(expected) + " (x of shape " + shape_string(x.shape()) +
+                        " without axis " + std::to_string(axis) + "), got " + shape_string(out.shape()));
   // On the whole views: the paths below may copy x or out, or cut x into calls.
   detail::check_disjoint(op, "out", out, "x", x);
   const Merged xo = merge(x, 0, axis), xi = merge(x, axis + 1, N);
   const Merged oo = merge(out, 0, axis), oi = merge(out, axis, N - 1);
   if (!xo.ok || !xi.ok) {
     if (x.memory() != Memory::host)
-      throw Error(std::string("hpipe::") + op + ": x: in CUDA memory, the dimensions before and after the axis "
-                                                "must each merge into one (C-order within each group)");
+      fail(op, "x", "in CUDA memory, the dimensions before and after the axis must each merge into one (C-order "
+                    "within each group)");
     const auto copy = dense_copy(x);
     return logsumexp_impl<T, N>(copy.view(), axis, out, options);
   }
   if (!oo.ok || !oi.ok) {
     if (out.memory() != Memory::host)
-      throw Error(std::string("hpipe::") + op + ": out: in CUDA memory, it must be C-order dense");
+      fail(op, "out", "in CUDA memory, it must be C-order dense");
     Array<T, N - 1> tmp(out.shape());
     logsumexp_impl<T, N>(x, axis, tmp.view(), options);
-    std::array<std::int64_t, N - 1> index{};
-    for (std::int64_t n = 0; n < tmp.size(); n++) {
-      std::int64_t offset = 0;
-      for (int d = 0; d < N - 1; d++) offset += index[d] * out.stride(d);
-      out.data()[offset] = tmp.data()[n];
-      for (int d = N - 2; d >= 0; d--) {
-        if (++index[d] < out.shape(d)) break;
-        index[d] = 0;
-      }
-    }
+    const T *next = tmp.data();
+    for_each_index(out.shape(), [&](const auto &index) { out.data()[offset_of(index, out.strides())] = *next++; });
     return;
   }
   const bool host = x.memory() == Memory::host && out.memory() == Memory::host;
@@ -266,41 +246,124 @@ T logsumexp_all(View<const T, 1> x, const Options &options) {
   return result;
 }
 
+// The elementwise functions over any rank, and a new host array of the result of any of them.
+template <class T, int N>
+void exp_of(View<const T, N> x, View<T, N> y, const Options &o) {
+  elementwise<T, N>("exp", MathKernels<T>::exp, x, y, o);
+}
+template <class T, int N>
+void log_of(View<const T, N> x, View<T, N> y, const Options &o) {
+  elementwise<T, N>("log", MathKernels<T>::log, x, y, o);
+}
+template <class T, int N>
+void erf_of(View<const T, N> x, View<T, N> y, const Options &o) {
+  elementwise<T, N>("erf", MathKernels<T>::erf, x, y, o);
+}
+template <class T, int N>
+Array<T, N> allocated(void (*fn)(View<const T, N>, View<T, N>, const Options &), View<const T, N> x,
+                      const Options &o) {
+  Array<T, N> y(x.shape());
+  fn(x, y.view(), o);
+  return y;
+}
+
+template <class T, int N>
+Array<T, N - 1> logsumexp_allocated(View<const T, N> x, int axis, const Options &o) {
+  Array<T, N - 1> out(without_axis<T, N>(x.shape(), normalized_axis<T, N>("logsumexp", axis)));
+  logsumexp_impl<T, N>(x, axis, out.view(), o);
+  return out;
+}
+
 }  // namespace
 
-#define HPIPE_MATH_ELEMENTWISE_DEFINE(T, N, fn)                                       \
-  void fn(View<const T, N> x, View<T, N> y, const Options &o) {                       \
-    elementwise<T, N>(#fn, MathKernels<T>::fn, x, y, o);                      \
-  }                                                                                   \
-  Array<T, N> fn(View<const T, N> x, const Options &o) {                              \
-    Array<T, N> y(x.shape());                                                         \
-    fn(x, y.view(), o);                                                               \
-    return y;                                                                         \
-  }
-#define HPIPE_MATH_RANK_DEFINE(T, N)       \
-  HPIPE_MATH_ELEMENTWISE_DEFINE(T, N, exp) \
-  HPIPE_MATH_ELEMENTWISE_DEFINE(T, N, log) \
-  HPIPE_MATH_ELEMENTWISE_DEFINE(T, N, erf)
-#define HPIPE_MATH_REDUCE_DEFINE(T, N)                                                  \
-  void logsumexp(View<const T, N> x, int axis, View<T, N - 1> out, const Options &o) { \
-    logsumexp_impl<T, N>(x, axis, out, o);                                              \
-  }                                                                                     \
-  Array<T, N - 1> logsumexp(View<const T, N> x, int axis, const Options &o) {          \
-    Array<T, N - 1> out(without_axis<T, N>(x.shape(), normalized_axis<T, N>("logsumexp", axis))); \
-    logsumexp_impl<T, N>(x, axis, out.view(), o);                                       \
-    return out;                                                                         \
-  }
-#define HPIPE_MATH_DEFINE(T)                                                              \
-  HPIPE_MATH_RANK_DEFINE(T, 1)                                                            \
-  HPIPE_MATH_RANK_DEFINE(T, 2)                                                            \
-  HPIPE_MATH_RANK_DEFINE(T, 3)                                                            \
-  HPIPE_MATH_RANK_DEFINE(T, 4)                                                            \
-  HPIPE_MATH_REDUCE_DEFINE(T, 2)                                                          \
-  HPIPE_MATH_REDUCE_DEFINE(T, 3)                                                          \
-  HPIPE_MATH_REDUCE_DEFINE(T, 4)                                                          \
-  T logsumexp(View<const T, 1> x, const Options &o) { return logsumexp_all<T>(x, o); }
+void exp(View<const float, 1> x, View<float, 1> y, const Options &o) { exp_of(x, y, o); }
+void exp(View<const float, 2> x, View<float, 2> y, const Options &o) { exp_of(x, y, o); }
+void exp(View<const float, 3> x, View<float, 3> y, const Options &o) { exp_of(x, y, o); }
+void exp(View<const float, 4> x, View<float, 4> y, const Options &o) { exp_of(x, y, o); }
+void exp(View<const double, 1> x, View<double, 1> y, const Options &o) { exp_of(x, y, o); }
+void exp(View<const double, 2> x, View<double, 2> y, const Options &o) { exp_of(x, y, o); }
+void exp(View<const double, 3> x, View<double, 3> y, const Options &o) { exp_of(x, y, o); }
+void exp(View<const double, 4> x, View<double, 4> y, const Options &o) { exp_of(x, y, o); }
+Array<float, 1> exp(View<const float, 1> x, const Options &o) { return allocated(exp_of<float, 1>, x, o); }
+Array<float, 2> exp(View<const float, 2> x, const Options &o) { return allocated(exp_of<float, 2>, x, o); }
+Array<float, 3> exp(View<const float, 3> x, const Options &o) { return allocated(exp_of<float, 3>, x, o); }
+Array<float, 4> exp(View<const float, 4> x, const Options &o) { return allocated(exp_of<float, 4>, x, o); }
+Array<double, 1> exp(View<const double, 1> x, const Options &o) { return allocated(exp_of<double, 1>, x, o); }
+Array<double, 2> exp(View<const double, 2> x, const Options &o) { return allocated(exp_of<double, 2>, x, o); }
+Array<double, 3> exp(View<const double, 3> x, const Options &o) { return allocated(exp_of<double, 3>, x, o); }
+Array<double, 4> exp(View<const double, 4> x, const Options &o) { return allocated(exp_of<double, 4>, x, o); }
 
-HPIPE_MATH_DEFINE(float)
-HPIPE_MATH_DEFINE(double)
+void log(View<const float, 1> x, View<float, 1> y, const Options &o) { log_of(x, y, o); }
+void log(View<const float, 2> x, View<float, 2> y, const Options &o) { log_of(x, y, o); }
+void log(View<const float, 3> x, View<float, 3> y, const Options &o) { log_of(x, y, o); }
+void log(View<const float, 4> x, View<float, 4> y, const Options &o) { log_of(x, y, o); }
+void log(View<const double, 1> x, View<double, 1> y, const Options &o) { log_of(x, y, o); }
+void log(View<const double, 2> x, View<double, 2> y, const Options &o) { log_of(x, y, o); }
+void log(View<const double, 3> x, View<double, 3> y, const Options &o) { log_of(x, y, o); }
+void log(View<const double, 4> x, View<double, 4> y, const Options &o) { log_of(x, y, o); }
+Array<float, 1> log(View<const float, 1> x, const Options &o) { return allocated(log_of<float, 1>, x, o); }
+Array<float, 2> log(View<const float, 2> x, const Options &o) { return allocated(log_of<float, 2>, x, o); }
+Array<float, 3> log(View<const float, 3> x, const Options &o) { return allocated(log_of<float, 3>, x, o); }
+Array<float, 4> log(View<const float, 4> x, const Options &o) { return allocated(log_of<float, 4>, x, o); }
+Array<double, 1> log(View<const double, 1> x, const Options &o) { return allocated(log_of<double, 1>, x, o); }
+Array<double, 2> log(View<const double, 2> x, const Options &o) { return allocated(log_of<double, 2>, x, o); }
+Array<double, 3> log(View<const double, 3> x, const Options &o) { return allocated(log_of<double, 3>, x, o); }
+Array<double, 4> log(View<const double, 4> x, const Options &o) { return allocated(log_of<double, 4>, x, o); }
+
+void erf(View<const float, 1> x, View<float, 1> y, const Options &o) { erf_of(x, y, o); }
+void erf(View<const float, 2> x, View<float, 2> y, const Options &o) { erf_of(x, y, o); }
+void erf(View<const float, 3> x, View<float, 3> y, const Options &o) { erf_of(x, y, o); }
+void erf(View<const float, 4> x, View<float, 4> y, const Options &o) { erf_of(x, y, o); }
+void erf(View<const double, 1> x, View<double, 1> y, const Options &o) { erf_of(x, y, o); }
+void erf(View<const double, 2> x, View<double, 2> y, const Options &o) { erf_of(x, y, o); }
+void erf(View<const double, 3> x, View<double, 3> y, const Options &o) { erf_of(x, y, o); }
+void erf(View<const double, 4> x, View<double, 4> y, const Options &o) { erf_of(x, y, o); }
+Array<float, 1> erf(View<const float, 1> x, const Options &o) { return allocated(erf_of<float, 1>, x, o); }
+Array<float, 2> erf(View<const float, 2> x, const Options &o) { return allocated(erf_of<float, 2>, x, o); }
+Array<float, 3> erf(View<const float, 3> x, const Options &o) { return allocated(erf_of<float, 3>, x, o); }
+Array<float, 4> erf(View<const float, 4> x, const Options &o) { return allocated(erf_of<float, 4>, x, o); }
+Array<double, 1> erf(View<const double, 1> x, const Options &o) { return allocated(erf_of<double, 1>, x, o); }
+Array<double, 2> erf(View<const double, 2> x, const Options &o) { return allocated(erf_of<double, 2>, x, o); }
+Array<double, 3> erf(View<const double, 3> x, const Options &o) { return allocated(erf_of<double, 3>, x, o); }
+Array<double, 4> erf(View<const double, 4> x, const Options &o) { return allocated(erf_of<double, 4>, x, o); }
+
+void logsumexp(View<const float, 2> x, int axis, View<float, 1> out, const Options &o) {
+  logsumexp_impl<float, 2>(x, axis, out, o);
+}
+void logsumexp(View<const float, 3> x, int axis, View<float, 2> out, const Options &o) {
+  logsumexp_impl<float, 3>(x, axis, out, o);
+}
+void logsumexp(View<const float, 4> x, int axis, View<float, 3> out, const Options &o) {
+  logsumexp_impl<float, 4>(x, axis, out, o);
+}
+void logsumexp(View<const double, 2> x, int axis, View<double, 1> out, const Options &o) {
+  logsumexp_impl<double, 2>(x, axis, out, o);
+}
+void logsumexp(View<const double, 3> x, int axis, View<double, 2> out, const Options &o) {
+  logsumexp_impl<double, 3>(x, axis, out, o);
+}
+void logsumexp(View<const double, 4> x, int axis, View<double, 3> out, const Options &o) {
+  logsumexp_impl<double, 4>(x, axis, out, o);
+}
+Array<float, 1> logsumexp(View<const float, 2> x, int axis, const Options &o) {
+  return logsumexp_allocated<float, 2>(x, axis, o);
+}
+Array<float, 2> logsumexp(View<const float, 3> x, int axis, const Options &o) {
+  return logsumexp_allocated<float, 3>(x, axis, o);
+}
+Array<float, 3> logsumexp(View<const float, 4> x, int axis, const Options &o) {
+  return logsumexp_allocated<float, 4>(x, axis, o);
+}
+Array<double, 1> logsumexp(View<const double, 2> x, int axis, const Options &o) {
+  return logsumexp_allocated<double, 2>(x, axis, o);
+}
+Array<double, 2> logsumexp(View<const double, 3> x, int axis, const Options &o) {
+  return logsumexp_allocated<double, 3>(x, axis, o);
+}
+Array<double, 3> logsumexp(View<const double, 4> x, int axis, const Options &o) {
+  return logsumexp_allocated<double, 4>(x, axis, o);
+}
+float logsumexp(View<const float, 1> x, const Options &o) { return logsumexp_all<float>(x, o); }
+double logsumexp(View<const double, 1> x, const Options &o) { return logsumexp_all<double>(x, o); }
 
 }  // namespace hpipe

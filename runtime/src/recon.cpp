@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "call.h"
-#include "cassi_args.h"
+#include "cassi_checks.h"
 #include "kernels.h"
 
 namespace hpipe {
@@ -16,6 +16,7 @@ using detail::bind_mask;
 using detail::Call;
 using detail::check_dispersion;
 using detail::check_shape;
+using detail::fail;
 using detail::shape_string;
 
 namespace {
@@ -107,6 +108,13 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, oa);
 }
 
+template <class T>
+Array<T, 4> tv_allocated(View<const T, 4> x, const TvParams &tv, const Options &options) {
+  Array<T, 4> out(x.shape());
+  tv_impl<T>(x, tv, out.view(), options);
+  return out;
+}
+
 // The checks of one step: the cube-shaped views have the shape of `cube`, the measurement-shaped
 // ones that of the measurement, phi (H', W'). Returns the mask bound to the cube.
 template <class T>
@@ -114,8 +122,8 @@ View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &
                             const Mask<T> &mask, View<const T, 2> phi, const ReconParams &p) {
   const Dispersion d = p.dispersion;
   check_dispersion(call, d);
-  const Shape3 meas = cassi_measurement_shape(cube, d);
-  check_shape(call, "y", y, meas, " for a cube of shape " + shape_string(cube) + " with " + detail::describe(d));
+  const Shape3 meas = detail::measurement_of(call.op(), "x", cube, d);
+  check_shape(call, "y", y, meas, detail::of_cube(cube, d));
   check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, " (H', W') of y");
   if (!std::isfinite(p.lambda)) call.fail("lambda", "expected a finite value, got " + std::to_string(p.lambda));
   if (method == ReconMethod::admm_tv && (!(p.gamma >= 0) || !std::isfinite(p.gamma)))
@@ -190,7 +198,8 @@ Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, cons
   detail::check_disjoint(op, "x", x, "mask", mask.view());
   if (p.iterations < 0) call.fail("iterations", "expected at least 0, got " + std::to_string(p.iterations));
   check_dispersion(call, p.dispersion);
-  const Shape3 meas = cassi_measurement_shape(x.shape(), p.dispersion);
+  detail::check_extents(op, "x", x);
+  const Shape3 meas = detail::measurement_of(op, "x", x.shape(), p.dispersion);
   Array<T, 2> phi(std::array<std::int64_t, 2>{meas[1], meas[2]});
   check_step<T>(call, method, x.shape(), y, mask, std::as_const(phi).view(), p);
   cassi_phi(mask, x.shape(1), p.dispersion, phi.view(), options);
@@ -239,13 +248,7 @@ void admm_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, Vi
 template <class T>
 Array<T, 4> reconstruct_impl(ReconMethod method, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,
                              const ReconParams &p, const IterationCallback &progress, const Options &options) {
-  const char *op = to_string(method);
-  if (bands < 1) throw Error(std::string("hpipe::") + op + ": bands: expected at least 1, got " + std::to_string(bands));
-  const Shape4 cube = cassi_cube_shape(y.shape(), bands, p.dispersion);
-  if (cube[2] < 1 || cube[3] < 1)
-    throw Error(std::string("hpipe::") + op + ": y: shape " + shape_string(y.shape()) + " is too small for " +
-                std::to_string(bands) + " bands with " + detail::describe(p.dispersion));
-  Array<T, 4> x(cube);
+  Array<T, 4> x(detail::cube_behind(to_string(method), y, bands, p.dispersion));
   if (method == ReconMethod::gap_tv) {
     gap_impl<T>(y, mask, p, x.view(), progress, options);
   } else {
@@ -256,23 +259,19 @@ Array<T, 4> reconstruct_impl(ReconMethod method, View<const T, 3> y, const Mask<
 
 // ---- quality ----
 
-[[noreturn]] void quality_fail(const char *op, const std::string &name, const std::string &message) {
-  throw Error(std::string("hpipe::") + op + ": " + name + ": " + message);
-}
-
 template <class V>
 void check_same_shape(const char *op, const V &estimate, const V &truth) {
-  if (estimate.memory() != Memory::host) quality_fail(op, "estimate", "must be host memory, got CUDA memory");
-  if (truth.memory() != Memory::host) quality_fail(op, "truth", "must be host memory, got CUDA memory");
+  if (estimate.memory() != Memory::host) fail(op, "estimate", "must be host memory, got CUDA memory");
+  if (truth.memory() != Memory::host) fail(op, "truth", "must be host memory, got CUDA memory");
   if (estimate.shape() != truth.shape())
-    quality_fail(op, "estimate", "expected the shape of truth " + shape_string(truth.shape()) + ", got " +
-                                     shape_string(estimate.shape()));
+    fail(op, "estimate",
+         "expected the shape of truth " + shape_string(truth.shape()) + ", got " + shape_string(estimate.shape()));
 }
 
 template <class T>
 double psnr_impl(View<const T, 2> a, View<const T, 2> t, double peak) {
   check_same_shape("psnr", a, t);
-  if (!(peak > 0)) quality_fail("psnr", "peak", "expected a value > 0, got " + std::to_string(peak));
+  if (!(peak > 0)) fail("psnr", "peak", "expected a value > 0, got " + std::to_string(peak));
   double sum = 0;
   for (std::int64_t h = 0; h < a.shape(0); h++)
     for (std::int64_t w = 0; w < a.shape(1); w++) {
@@ -296,10 +295,10 @@ template <class T>
 double ssim_impl(View<const T, 2> a, View<const T, 2> t, double data_range) {
   check_same_shape("ssim", a, t);
   if (!(data_range > 0))
-    quality_fail("ssim", "data_range", "expected a value > 0, got " + std::to_string(data_range));
+    fail("ssim", "data_range", "expected a value > 0, got " + std::to_string(data_range));
   const std::int64_t H = a.shape(0), W = a.shape(1);
   if (H < 11 || W < 11)
-    quality_fail("ssim", "estimate", "expected an image of at least 11 x 11 (the window), got " + shape_string(a.shape()));
+    fail("ssim", "estimate", "expected an image of at least 11 x 11 (the window), got " + shape_string(a.shape()));
   const auto g = gaussian_window();
   const std::int64_t Wv = W - 10, Hv = H - 10;
   // Rows filtered first: five moments per valid column, then columns.
@@ -347,48 +346,73 @@ BandQuality band_quality_impl(View<const T, 3> a, View<const T, 3> t) {
 ReconMethod parse_recon_method(const std::string &name) {
   if (name == "gap-tv") return ReconMethod::gap_tv;
   if (name == "admm-tv") return ReconMethod::admm_tv;
-  throw Error("hpipe::parse_recon_method: method: expected gap-tv or admm-tv, got '" + name + "'");
+  fail("parse_recon_method", "method", "expected gap-tv or admm-tv, got '" + name + "'");
 }
 
 const char *to_string(ReconMethod method) { return method == ReconMethod::admm_tv ? "admm_tv" : "gap_tv"; }
 
-#define HPIPE_RECON_DEFINE(T)                                                                                      \
-  void tv_denoise(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &o) {                     \
-    tv_impl<T>(x, tv, out, o);                                                                                     \
-  }                                                                                                                \
-  Array<T, 4> tv_denoise(View<const T, 4> x, const TvParams &tv, const Options &o) {                              \
-    Array<T, 4> out(x.shape());                                                                                    \
-    tv_impl<T>(x, tv, out.view(), o);                                                                              \
-    return out;                                                                                                    \
-  }                                                                                                                \
-  void gap_tv(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,                        \
-              const IterationCallback &progress, const Options &o) {                                               \
-    gap_impl<T>(y, mask, p, x, progress, o);                                                                       \
-  }                                                                                                                \
-  void admm_tv(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,                       \
-               const IterationCallback &progress, const Options &o) {                                              \
-    admm_impl<T>(y, mask, p, x, progress, o);                                                                      \
-  }                                                                                                                \
-  Array<T, 4> reconstruct(ReconMethod method, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,        \
-                          const ReconParams &p, const IterationCallback &progress, const Options &o) {            \
-    return reconstruct_impl<T>(method, y, mask, bands, p, progress, o);                                            \
-  }                                                                                                                \
-  void gap_tv_step(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,              \
-                   View<const T, 2> phi, const ReconParams &p, View<T, 4> x_next, View<T, 3> y1_next,              \
-                   const Options &o) {                                                                             \
-    gap_step_impl<T>(x, y1, y, mask, phi, p, x_next, y1_next, o);                                                  \
-  }                                                                                                                \
-  void admm_tv_step(View<const T, 4> theta, View<const T, 4> b, View<const T, 3> y, const Mask<T> &mask,          \
-                    View<const T, 2> phi, const ReconParams &p, View<T, 4> theta_next, View<T, 4> b_next,          \
-                    const Options &o) {                                                                            \
-    admm_step_impl<T>(theta, b, y, mask, phi, p, theta_next, b_next, o);                                           \
-  }                                                                                                                \
-  double psnr(View<const T, 2> a, View<const T, 2> t, double peak) { return psnr_impl<T>(a, t, peak); }           \
-  double ssim(View<const T, 2> a, View<const T, 2> t, double range) { return ssim_impl<T>(a, t, range); }        \
-  BandQuality band_quality(View<const T, 3> a, View<const T, 3> t) { return band_quality_impl<T>(a, t); }
-
-HPIPE_RECON_DEFINE(float)
-HPIPE_RECON_DEFINE(double)
-#undef HPIPE_RECON_DEFINE
+// The public overloads: float32 and float64 of each function.
+void tv_denoise(View<const float, 4> x, const TvParams &tv, View<float, 4> out, const Options &o) {
+  tv_impl<float>(x, tv, out, o);
+}
+void tv_denoise(View<const double, 4> x, const TvParams &tv, View<double, 4> out, const Options &o) {
+  tv_impl<double>(x, tv, out, o);
+}
+Array<float, 4> tv_denoise(View<const float, 4> x, const TvParams &tv, const Options &o) {
+  return tv_allocated<float>(x, tv, o);
+}
+Array<double, 4> tv_denoise(View<const double, 4> x, const TvParams &tv, const Options &o) {
+  return tv_allocated<double>(x, tv, o);
+}
+void gap_tv(View<const float, 3> y, const Mask<float> &mask, const ReconParams &p, View<float, 4> x,
+            const IterationCallback &progress, const Options &o) {
+  gap_impl<float>(y, mask, p, x, progress, o);
+}
+void gap_tv(View<const double, 3> y, const Mask<double> &mask, const ReconParams &p, View<double, 4> x,
+            const IterationCallback &progress, const Options &o) {
+  gap_impl<double>(y, mask, p, x, progress, o);
+}
+void admm_tv(View<const float, 3> y, const Mask<float> &mask, const ReconParams &p, View<float, 4> x,
+             const IterationCallback &progress, const Options &o) {
+  admm_impl<float>(y, mask, p, x, progress, o);
+}
+void admm_tv(View<const double, 3> y, const Mask<double> &mask, const ReconParams &p, View<double, 4> x,
+             const IterationCallback &progress, const Options &o) {
+  admm_impl<double>(y, mask, p, x, progress, o);
+}
+Array<float, 4> reconstruct(ReconMethod method, View<const float, 3> y, const Mask<float> &mask, std::int64_t bands,
+                       const ReconParams &p, const IterationCallback &progress, const Options &o) {
+  return reconstruct_impl<float>(method, y, mask, bands, p, progress, o);
+}
+Array<double, 4> reconstruct(ReconMethod method, View<const double, 3> y, const Mask<double> &mask, std::int64_t bands,
+                       const ReconParams &p, const IterationCallback &progress, const Options &o) {
+  return reconstruct_impl<double>(method, y, mask, bands, p, progress, o);
+}
+void gap_tv_step(View<const float, 4> x, View<const float, 3> y1, View<const float, 3> y, const Mask<float> &mask,
+                 View<const float, 2> phi, const ReconParams &p, View<float, 4> x_next, View<float, 3> y1_next,
+                 const Options &o) {
+  gap_step_impl<float>(x, y1, y, mask, phi, p, x_next, y1_next, o);
+}
+void gap_tv_step(View<const double, 4> x, View<const double, 3> y1, View<const double, 3> y, const Mask<double> &mask,
+                 View<const double, 2> phi, const ReconParams &p, View<double, 4> x_next, View<double, 3> y1_next,
+                 const Options &o) {
+  gap_step_impl<double>(x, y1, y, mask, phi, p, x_next, y1_next, o);
+}
+void admm_tv_step(View<const float, 4> theta, View<const float, 4> b, View<const float, 3> y, const Mask<float> &mask,
+                  View<const float, 2> phi, const ReconParams &p, View<float, 4> theta_next, View<float, 4> b_next,
+                  const Options &o) {
+  admm_step_impl<float>(theta, b, y, mask, phi, p, theta_next, b_next, o);
+}
+void admm_tv_step(View<const double, 4> theta, View<const double, 4> b, View<const double, 3> y,
+                  const Mask<double> &mask, View<const double, 2> phi, const ReconParams &p,
+                  View<double, 4> theta_next, View<double, 4> b_next, const Options &o) {
+  admm_step_impl<double>(theta, b, y, mask, phi, p, theta_next, b_next, o);
+}
+double psnr(View<const float, 2> a, View<const float, 2> t, double peak) { return psnr_impl<float>(a, t, peak); }
+double psnr(View<const double, 2> a, View<const double, 2> t, double peak) { return psnr_impl<double>(a, t, peak); }
+double ssim(View<const float, 2> a, View<const float, 2> t, double range) { return ssim_impl<float>(a, t, range); }
+double ssim(View<const double, 2> a, View<const double, 2> t, double range) { return ssim_impl<double>(a, t, range); }
+BandQuality band_quality(View<const float, 3> a, View<const float, 3> t) { return band_quality_impl<float>(a, t); }
+BandQuality band_quality(View<const double, 3> a, View<const double, 3> t) { return band_quality_impl<double>(a, t); }
 
 }  // namespace hpipe

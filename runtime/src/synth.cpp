@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "hpipe/error.h"
+#include "fail.h"
 
 namespace hpipe {
 
@@ -20,7 +20,7 @@ std::uint64_t next(std::uint64_t &state) {
 
 void check_extent(const char *op, const char *name, std::int64_t v) {
   if (v < 1 || v > (1 << 20))
-    throw Error(std::string("hpipe::") + op + ": " + name + ": expected 1 to 2^20, got " + std::to_string(v));
+    detail::fail(op, name, "expected 1 to 2^20, got " + std::to_string(v));
 }
 
 struct Shape {

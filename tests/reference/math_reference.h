@@ -1,4 +1,4 @@
-// Independent references for the transcendental family: the C library in higher precision
+// Independent references for the math family: the C library in higher precision
 // (double for float32 results, long double for float64), ULP error in the result's format, and
 // logsumexp as scipy.special.logsumexp computes it, in plain loops.
 #pragma once

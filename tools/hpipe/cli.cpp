@@ -28,6 +28,8 @@ const std::vector<Option> kCommon = {
 };
 const std::vector<Option> kReadOptions = {
     {"--raw", nullptr, nullptr, "keep integer values (0..255, 0..65535) instead of mapping them to [0, 1]"},
+    {"--layout", nullptr, "hwc|chw",
+     "how 3-D/4-D arrays in .mat/.h5/.npy inputs are stored (default: .mat, .h5 hwc; .npy chw)"},
 };
 const std::vector<Option> kWriteOptions = {
     {"--output", "-o", "OUT", "a .npy file, a .png, or a pattern with one %d per band (out/band_%02d.png)"},
@@ -35,6 +37,8 @@ const std::vector<Option> kWriteOptions = {
     {"--scale", nullptr, "auto|none|MIN,MAX",
      "map [MIN, MAX] (auto: the data's range) to the type's full range; default none: [0, 1] is full range"},
     {"--force", nullptr, nullptr, "overwrite existing outputs (never an input)"},
+    {"--output-layout", nullptr, "hwc|chw", "how a .mat/.h5/.npy output stores a cube (default: .mat, .h5 hwc; .npy chw)"},
+    {"--mat-version", nullptr, "5|7.3", "MATLAB file version of a .mat output (default 5; 7.3 is HDF5 inside)"},
 };
 
 std::vector<const Option *> allowed(const Command &c) {
@@ -78,13 +82,15 @@ void print_help(std::ostream &out, const Command &c) {
 
 void print_overview(std::ostream &out) {
   out << "usage: hpipe COMMAND [options]    (hpipe COMMAND --help for each)\n\n"
-         "Process image stacks (PNG per band, or .npy arrays) with hpipe's kernels.\n\ncommands:\n";
+         "Process image stacks (PNG per band, .npy arrays) and spectral cubes (MATLAB .mat, HDF5, TIFF, ENVI)\n"
+         "with hpipe's kernels.\n\ncommands:\n";
   for (const Command &c : commands()) {
     const std::string name = std::string("  ") + c.name;
     out << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ') << c.summary << "\n";
   }
   out << "\nA STACK is files in band order, a quoted glob ('band_*.png', sorted naturally), a folder, or "
-         "@list.txt.\nExit status: 0 done, 1 failed, 2 bad usage.\n";
+         "@list.txt;\nfile.mat:var and file.h5:/path pick a MATLAB variable or an HDF5 dataset.\n"
+         "Exit status: 0 done, 1 failed, 2 bad usage.\n";
 }
 
 std::string format_ms(double ms) {
@@ -207,6 +213,12 @@ Context::Context(const Command &c, const std::vector<std::string> &args) : comma
     else throw UsageError("--device: expected cpu, cuda or auto, got '" + *d + "'");
   }
   read.raw = has("--raw");
+  read.layout = parse_layout(value("--layout").value_or(""), "--layout");
+  write.file.layout = parse_layout(value("--output-layout").value_or(""), "--output-layout");
+  if (const auto v = value("--mat-version")) {
+    if (*v != "5" && *v != "7.3") throw UsageError("--mat-version: expected 5 or 7.3, got '" + *v + "'");
+    write.file.mat73 = *v == "7.3";
+  }
   write.raw = read.raw;
   write.force = has("--force");
   if (const auto t = value("--type")) write.type = parse_type(*t);
@@ -284,9 +296,10 @@ Numbers Numbers::listed_or_read(Context &ctx, const std::string &spec, const cha
 std::vector<Source> Context::read_inputs(const std::vector<std::string> &specs, const char *role) {
   const std::vector<std::string> files = expand_inputs(specs);
   Progress progress(!quiet, std::string("reading ") + role);
-  std::vector<Source> sources = timed("read", [&] { return read_sources(files, std::ref(progress)); });
+  std::vector<Source> sources = timed("read", [&] { return read_sources(files, read, std::ref(progress)); });
   for (const Source &s : sources) {
-    input_files_.push_back(s.path);
+    input_files_.insert(input_files_.end(), s.files.begin(), s.files.end());
+    if (write.file.wavelengths.empty()) write.file.wavelengths = s.wavelengths;  // kept when the output has room for them
     bytes_read_ += static_cast<std::int64_t>(s.array.bytes.size());
     inputs_json_.push_back(Json().set("role", role).set("path", s.path).set("shape", s.array.shape).set("dtype", name(s.array.dtype)));
     note("read " + s.path + ": " + shape_string(s.array.shape) + " " + name(s.array.dtype));

@@ -25,8 +25,7 @@
 
 #include "commands.h"
 #include "file.h"
-#include "io_npy.h"
-#include "io_png.h"
+#include "formats.h"
 
 extern char **environ;
 
@@ -37,7 +36,7 @@ const std::vector<Option> kBatchOptions = {
      "run items I, I+N, I+2N, ... only (default: a Slurm array's or Kubernetes Indexed Job's index, when set)"},
     {"--workers", nullptr, "N", "items run at once here (default: the cores, at most the items)"},
     {"--scheduler", nullptr, "ADDRESS", "run the items on the Dask cluster at tcp://HOST:PORT (needs the Python package)"},
-    {"--ext", nullptr, "npy|png", "the outputs' format: OUTDIR/NAME.npy (default) or .png (2-D results)"},
+    {"--ext", nullptr, "EXT", "the outputs' format: OUTDIR/NAME.EXT, npy (default), png (2-D results), mat, h5, tif, hdr"},
     {"--list", nullptr, nullptr, "print the items (input, output, complete or not) and run nothing"},
 };
 
@@ -65,21 +64,19 @@ std::string base_name(const std::string &path) {
   return slash == std::string::npos ? p : p.substr(slash + 1);
 }
 
-// The file name without its last extension: scene_07.npy -> scene_07.
+// The file name without its last extension or a selector: scene_07.mat:img -> scene_07.
 std::string stem(const std::string &path) {
-  const std::string name = base_name(path);
+  const std::string name = base_name(split_selector(path).file);
   const std::size_t dot = name.rfind('.');
   return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
 }
 
-// A folder, a glob or @list expand as for any stack; a data file is one item; any other file is
-// a manifest, one input a line.
+// A folder, a glob or @list expand as for any stack; a .txt file is a manifest (one input a
+// line, as @list); any other file is one item.
 std::vector<std::string> item_inputs(const std::vector<std::string> &sources) {
   std::vector<std::string> inputs;
   for (const std::string &s : sources) {
-    const std::string tail = s.size() > 4 ? s.substr(s.size() - 4) : "";
-    const bool manifest = exists(s) && !is_directory(s) && !has_npy_magic(s) && !has_png_magic(s) && tail != ".npy" &&
-                          tail != ".png";
+    const bool manifest = s.size() > 4 && lower_case(s.substr(s.size() - 4)) == ".txt" && exists(s);
     const std::vector<std::string> more = expand_inputs({manifest ? "@" + s : s});
     inputs.insert(inputs.end(), more.begin(), more.end());
   }
@@ -179,8 +176,13 @@ Plan plan_of(const Context &ctx) {
   p.outdir = ctx.output_path();
   while (p.outdir.size() > 1 && p.outdir.back() == '/') p.outdir.pop_back();
   if (exists(p.outdir) && !is_directory(p.outdir)) throw UsageError(p.outdir + ": -o names a file; expected a folder");
+  if (ctx.has("--preview")) throw UsageError("--preview: every item would draw into the same folder; preview single items");
   p.ext = ctx.value("--ext").value_or("npy");
-  if (p.ext != "npy" && p.ext != "png") throw UsageError("--ext: expected npy or png, got '" + p.ext + "'");
+  try {
+    output_format("item." + p.ext);
+  } catch (const UsageError &) {
+    throw UsageError("--ext: expected an output format's extension (npy, png, mat, h5, tif, hdr), got '" + p.ext + "'");
+  }
   std::map<std::string, std::string> named;  // output -> input
   for (const std::string &in : item_inputs(p.sources)) {
     const std::string out = p.outdir + "/" + stem(in) + "." + p.ext;

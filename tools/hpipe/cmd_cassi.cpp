@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <array>
 
-#include "cassi_args.h"
+#include "cassi_options.h"
 #include "commands.h"
 
 namespace hpipe::cli {
@@ -15,8 +15,7 @@ using Shape4 = std::array<std::int64_t, 4>;
 template <class T>
 int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<Source> &&inputs,
         std::vector<Source> &&mask_sources) {
-  const MaskData<T> m = read_mask<T>(ctx, r, std::move(mask_sources));
-  const Mask<T> mask = m.mask();
+  MaskData<T> m = read_mask<T>(ctx, r, std::move(mask_sources));
   ctx.summary.set("mode", mode).set("step", r.d.step).set("axis", r.along_x() ? "x" : "y");
 
   if (mode == "phi") {
@@ -24,6 +23,7 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
     if (c < 1) throw UsageError("hpipe cassi phi: give --bands C (or a per-band mask)");
     const Shape3 meas = cassi_measurement_shape({1, c, m.height(), m.width()}, r.d);
     band_count(r, m, meas[1], meas[2], "phi");  // checks a per-band mask against --bands
+    const Mask<T> mask = m.mask();
     hpipe::AlignedVector<T> phi = ctx.allocate<T>({meas[1], meas[2]}, "phi");
     ctx.timed("compute", [&] { cassi_phi(mask, c, r.d, View<T, 2>(phi.data(), {meas[1], meas[2]}), ctx.options); });
     ctx.summary.set("bands", c);
@@ -41,6 +41,8 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
       throw Failure(in_name + ": shape " + shape_string(s) + " is not a band stack (C, H, W) or a batch (B, C, H, W)");
     const Shape4 cube = s.size() == 4 ? Shape4{s[0], s[1], s[2], s[3]}
                                       : Shape4{1, s.size() == 3 ? s[0] : 1, s[s.size() - 2], s.back()};
+    recover_preshifted_mask(ctx, r, m, cassi_measurement_shape(cube, r.d)[r.along_x() ? 2 : 1]);
+    const Mask<T> mask = m.mask();
     if (cube[2] != m.height() || cube[3] != m.width())
       throw Failure(r.mask_name + ": mask size " + size_text(m.height(), m.width()) + " differs from the images' " +
                     size_text(cube[2], cube[3]) + " (mask shape wrong)");
@@ -51,6 +53,9 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
     hpipe::AlignedVector<T> y = ctx.allocate<T>({meas[0], meas[1], meas[2]}, "the measurement");
     ctx.timed("compute", [&] {
       cassi_forward(View<const T, 4>(in.data.data(), cube), mask, r.d, View<T, 3>(y.data(), meas), ctx.options);
+      const auto factor = static_cast<T>(measurement_factor(r, cube[1]));
+      if (factor != 1)
+        for (T &v : y) v *= factor;
     });
     ctx.summary.set("bands", cube[1]);
     const Shape y_shape = s.size() == 4 ? Shape{meas[0], meas[1], meas[2]} : Shape{meas[1], meas[2]};
@@ -61,7 +66,12 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
   if (s.size() < 2 || s.size() > 3)
     throw Failure(in_name + ": shape " + shape_string(s) + " is not a measurement (H', W') or a batch (B, H', W')");
   const Shape3 meas = s.size() == 3 ? Shape3{s[0], s[1], s[2]} : Shape3{1, s[0], s[1]};
+  recover_preshifted_mask(ctx, r, m, r.along_x() ? meas[2] : meas[1]);
+  const Mask<T> mask = m.mask();
   const std::int64_t c = band_count(r, m, meas[1], meas[2], in_name);
+  const auto factor = static_cast<T>(1 / measurement_factor(r, c));
+  if (factor != 1)
+    for (T &v : in.data) v *= factor;
   const Shape4 cube = cassi_cube_shape(meas, c, r.d);
   hpipe::AlignedVector<T> x = ctx.allocate<T>({cube[0], cube[1], cube[2], cube[3]}, "the cube");
   const View<const T, 3> yv(in.data.data(), meas);

@@ -23,23 +23,34 @@ int run_info(Context &ctx) {
       lo = std::min(lo, v), hi = std::max(hi, v);
     }
     const Decoder decode(s, ctx.read);
-    const bool png = !s.path.empty() && s.array.dtype != DType::f32 && s.array.dtype != DType::f64 &&
-                     has_png_magic(s.path);
     Json j;
-    j.set("path", s.path).set("format", png ? "png" : "npy").set("shape", s.array.shape).set("dtype", name(s.array.dtype));
+    j.set("path", s.path).set("format", lower_case(name(s.format))).set("shape", s.array.shape).set("dtype", name(s.array.dtype));
+    j.set("stored_shape", s.stored_shape);
+    if (s.layout) j.set("layout", name(*s.layout));
+    if (!s.detail.empty()) j.set("detail", s.detail);
+    if (!s.wavelengths.empty()) j.set("wavelengths", s.wavelengths);
     j.set("stored_min", lo).set("stored_max", hi).set("min", decode(lo)).set("max", decode(hi));
     j.set("nonfinite", nonfinite);
     files.push_back(j);
     char range[160];
     std::snprintf(range, sizeof range, "values [%.6g, %.6g]", decode(lo), decode(hi));
-    std::string line = s.path + ": " + (png ? "PNG" : "NPY") + " " + shape_string(s.array.shape) + " " +
-                       name(s.array.dtype) + ", " + range;
+    // "scene.mat:img: MAT v5 'img' (256, 256, 28) hwc -> (28, 256, 256) float64, values [0, 1]"
+    std::string line = s.path + ": " + name(s.format) + (s.detail.empty() ? "" : " " + s.detail) + " " +
+                       shape_string(s.stored_shape);
+    if (s.layout) line += std::string(" ") + name(*s.layout);
+    if (s.stored_shape != s.array.shape) line += " -> " + shape_string(s.array.shape);
+    line += std::string(" ") + name(s.array.dtype) + ", " + range;
     if (decode.factor != 1 || decode.offset != 0) {
       std::snprintf(range, sizeof range, " (stored [%.6g, %.6g])", lo, hi);
       line += range;
     }
     if (nonfinite) line += ", " + std::to_string(nonfinite) + " NaN/inf";
     if (s.array.size() == 0) line += ", empty";
+    if (!s.wavelengths.empty()) {
+      std::snprintf(range, sizeof range, ", wavelengths %.6g..%.6g nm (%zu)", s.wavelengths.front(), s.wavelengths.back(),
+                    s.wavelengths.size());
+      line += range;
+    }
     ctx.say(line);
   }
   ctx.summary.set("files", files);

@@ -3,8 +3,10 @@
 // of the pseudo-inverse of the same measurement.
 #include <cstdio>
 
-#include "cassi_args.h"
+#include "cassi_options.h"
 #include "commands.h"
+#include "file.h"
+#include "preview.h"
 #include "hpipe/error.h"
 #include "hpipe/recon.h"
 
@@ -16,7 +18,7 @@ using Shape3 = std::array<std::int64_t, 3>;
 using Shape4 = std::array<std::int64_t, 4>;
 
 std::string fixed(const char *format, double v) {
-  char buf[32];
+  char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
@@ -45,17 +47,21 @@ std::vector<Json> report_quality(Context &ctx, const char *label, const hpipe::A
 
 template <class T>
 int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams &params, std::vector<Source> &&inputs,
-        std::vector<Source> &&mask_sources, std::vector<Source> &&truth_sources) {
+        std::vector<Source> &&mask_sources, std::vector<Source> &&truth_sources, const std::vector<double> &truth_nm) {
   const std::string out = ctx.output_path();
-  const MaskData<T> m = read_mask<T>(ctx, r, std::move(mask_sources));
-  const Mask<T> mask = m.mask();
-  const Stack<T> in = ctx.stack<T>(std::move(inputs));
+  MaskData<T> m = read_mask<T>(ctx, r, std::move(mask_sources));
+  Stack<T> in = ctx.stack<T>(std::move(inputs));
   const std::string in_name = in.files.size() == 1 ? in.files[0] : ctx.positional[1];
   const Shape &s = in.shape;
   if (s.size() < 2 || s.size() > 3)
     throw Failure(in_name + ": shape " + shape_string(s) + " is not a measurement (H', W') or a batch (B, H', W')");
   const Shape3 meas = s.size() == 3 ? Shape3{s[0], s[1], s[2]} : Shape3{1, s[0], s[1]};
+  recover_preshifted_mask(ctx, r, m, r.along_x() ? meas[2] : meas[1]);
+  const Mask<T> mask = m.mask();
   const std::int64_t c = band_count(r, m, meas[1], meas[2], in_name);
+  const auto factor = static_cast<T>(1 / measurement_factor(r, c));
+  if (factor != 1)
+    for (T &v : in.data) v *= factor;
   const Shape4 cube = cassi_cube_shape(meas, c, r.d);
   const Shape x_shape = s.size() == 3 ? Shape{cube[0], cube[1], cube[2], cube[3]} : Shape{cube[1], cube[2], cube[3]};
   std::optional<Stack<T>> truth;
@@ -81,15 +87,46 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
   });
   ctx.summary.set("method", to_string(method)).set("bands", c).set("iterations", params.iterations);
   ctx.summary.set("residuals", residuals);
+  hpipe::AlignedVector<T> pinv;
   if (truth) {
     ctx.timed("quality", [&] {
       ctx.summary.set("quality", report_quality(ctx, to_string(method), x, *truth, cube, true));
-      hpipe::AlignedVector<T> pinv = ctx.allocate<T>(x_shape, "the pseudo-inverse");
+      pinv = ctx.allocate<T>(x_shape, "the pseudo-inverse");
       cassi_pinv(yv, mask, r.d, View<T, 4>(pinv.data(), cube), ctx.options);
       ctx.summary.set("pinv_quality", report_quality(ctx, "pinv", pinv, *truth, cube, false));
     });
   }
+  // --preview DIR: colour pictures of (the first item of) the result, and with --truth of the
+  // truth and the pseudo-inverse and the three side by side with their PSNR/SSIM; all at gain 1
+  // so that they compare. Written beside the result and committed with it.
+  std::optional<OutputSet> pictures;
+  if (const auto dir = ctx.value("--preview")) {
+    const std::vector<double> nm = band_wavelengths(ctx.value("--wavelengths"), truth_nm, c, in_name);
+    const Shape3 bands{c, cube[2], cube[3]};
+    auto colour = [&](const T *data) { return render_colour(data, c, cube[2], cube[3], nm, 1.0); };
+    auto quality = [&](const T *data) {
+      const BandQuality q = band_quality(View<const T, 3>(data, bands), View<const T, 3>(truth->data.data(), bands));
+      return fixed("%.2f DB", q.mean_psnr) + fixed(" SSIM %.3f", q.mean_ssim);
+    };
+    std::vector<std::pair<std::string, Picture>> files = {{"result.png", colour(x.data())}};
+    if (truth) {
+      files.emplace_back("truth.png", colour(truth->data.data()));
+      files.emplace_back("pinv.png", colour(pinv.data()));
+      files.emplace_back("comparison.png", side_by_side({{files[1].second, {"SCENE"}},
+                                                         {files[2].second, {"PSEUDO-INVERSE", quality(pinv.data())}},
+                                                         {files[0].second, {ctx.positional[0], quality(x.data())}}}));
+    }
+    std::vector<std::string> targets;
+    for (const auto &f : files) targets.push_back(*dir + "/" + f.first);
+    pictures.emplace(targets, ctx.input_files(), ctx.write.force);
+    for (std::size_t i = 0; i < files.size(); i++) write_picture(pictures->temporary(i), files[i].second);
+    ctx.summary.set("previews", targets);
+  }
   ctx.write_output(out, x_shape, x, sizeof(T) == 8 ? DType::f64 : DType::f32);
+  if (pictures) {
+    pictures->commit();
+    for (const std::string &t : pictures->targets()) ctx.note("wrote " + t);
+  }
   return 0;
 }
 
@@ -120,8 +157,9 @@ int run_recon(Context &ctx) {
   std::vector<Source> mask = ctx.read_inputs({r.mask_name}, "mask");
   std::vector<Source> truth;
   if (const auto t = ctx.value("--truth")) truth = ctx.read_inputs({*t}, "truth");
+  const std::vector<double> truth_nm = truth.size() == 1 ? truth[0].wavelengths : std::vector<double>{};
   return with_precision(any_float64(inputs) || any_float64(mask), [&](auto zero) {
-    return run<decltype(zero)>(ctx, method, r, p, std::move(inputs), std::move(mask), std::move(truth));
+    return run<decltype(zero)>(ctx, method, r, p, std::move(inputs), std::move(mask), std::move(truth), truth_nm);
   });
 }
 

@@ -10,7 +10,8 @@ const std::vector<Option> kCassiModel = {
     {"--mask", nullptr, "STACK", "the coded mask (required)"},
     {"--step", nullptr, "S", "displacement between neighbouring bands in pixels, any sign (default 2)"},
     {"--axis", nullptr, "x|y", "dispersion along x (width, default) or y (height)"},
-    {"--bands", nullptr, "C", "band count of the cube (default: from a per-band mask or the widths)"}};
+    {"--bands", nullptr, "C", "band count of the cube (default: from a per-band mask or the widths)"},
+    {"--tsa-norm", nullptr, nullptr, "the measurement is y / C * 2, as TSA-Net/MST code normalises it (see docs/cli.md)"}};
 
 // recon's own options, also taken by batch.
 const std::vector<Option> kReconOptions = {
@@ -21,7 +22,9 @@ const std::vector<Option> kReconOptions = {
     {"--lambda", nullptr, "L", "step of the data term, > 0 (default 1)"},
     {"--gamma", nullptr, "G", "ADMM only: added to Phi, >= 0 (default 0.01)"},
     {"--no-accelerate", nullptr, nullptr, "GAP only: the plain (not accelerated) update"},
-    {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"}};
+    {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"},
+    {"--preview", nullptr, "DIR", "colour pictures: DIR/result.png; with --truth also truth, pinv, comparison"},
+    {"--wavelengths", nullptr, "LIST|START:STOP", "band centres in nm for --preview (see hpipe preview)"}};
 
 std::vector<Option> joined(std::vector<Option> a, const std::vector<Option> &b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -37,8 +40,9 @@ const std::vector<Command> &commands() {
        {},
        kReads,
        run_info},
-      {"convert", "STACK", "Read a stack and write it in another format or type (PNG <-> .npy).",
-       "The element type is kept unless --type says otherwise (floats to PNG: u16).",
+      {"convert", "STACK", "Read a stack and write it in another format or type (PNG, .npy, .mat, .h5, .tif, ENVI .hdr).",
+       "The element type is kept unless --type says otherwise (floats to PNG: u16). Cubes go to .mat and .h5\n"
+       "as (H, W, C) unless --output-layout chw; see docs/cli.md for each format.",
        "hpipe convert 'scene/band_*.png' -o scene.npy",
        {},
        kReads | kWrites,
@@ -65,7 +69,8 @@ const std::vector<Command> &commands() {
        "  pinv         measurement -> bands, A^T(y / Phi): A(pinv(y)) = y\n"
        "  pinv-alpha   measurement -> bands, the column-count inverse\n"
        "  phi          -> Phi (H', W') = sum over bands of the shifted mask squared (no STACK)\n"
-       "The mask is (H, W) shared by all bands, or (C, H, W) one per band (a stack). For the inverses the\n"
+       "The mask is (H, W) shared by all bands, or (C, H, W) one per band (a stack), or pre-shifted as the\n"
+       "published code's mask_3d_shift (C, H, W') (read from (H, W', C) .mat files). For the inverses the\n"
        "band count comes from --bands, a per-band mask, or the measurement and mask widths.",
        "hpipe cassi forward scene/ --mask mask.png --step 2 -o y.png --scale auto",
        kCassiModel,
@@ -114,14 +119,28 @@ const std::vector<Command> &commands() {
        {{"--axis", nullptr, "band|x|y", "the axis to reduce (default band)"}},
        kReads | kWrites,
        run_logsumexp},
+      {"preview", "CUBE",
+       "A colour picture of a spectral cube (C, H, W) through the CIE 1931 colour-matching functions, or a montage.",
+       "The band wavelengths come from --wavelengths, else the file (ENVI), else the 28 KAIST/TSA-Net bands\n"
+       "(453.3 ... 648.1 nm) for a 28-band cube. Values are linear, [0, 1] full scale (--gain to change);\n"
+       "a flat spectrum renders grey. --montage draws every band in grey, labelled with its wavelength.",
+       "hpipe preview scene.mat -o scene.png",
+       {{"--output", "-o", "PNG", "the picture (required)"},
+        {"--wavelengths", nullptr, "LIST|START:STOP", "band centres in nm: C numbers, or evenly spaced from START to STOP"},
+        {"--montage", nullptr, nullptr, "every band in grey in a labelled grid, instead of the colour picture"},
+        {"--gain", nullptr, "G|auto", "multiply values by G (default 1); auto: the 99th percentile to full scale"},
+        {"--force", nullptr, nullptr, "overwrite an existing picture (never an input)"}},
+       kReads,
+       run_preview},
       {"batch", "cassi|recon MODE FOLDER|MANIFEST... -o OUTDIR",
        "Run cassi or recon once per input file, outputs OUTDIR/NAME.npy; resumable, sharded, or on a Dask cluster.",
-       "The items are a folder's .png/.npy files, or a manifest's rows (one path a line, relative to the\n"
-       "manifest's folder), or a glob. Each item is the subcommand on one file with the options given here\n"
-       "(see its --help); its output is named after its input and appears only when complete, so a re-run\n"
-       "skips finished items. A failed item is reported and retried once; the others go on; the exit status\n"
-       "is 1 when any failed. Without --shard or --scheduler the items run here, --workers at once with\n"
-       "cores / workers threads each. See docs/scale-out.md for Slurm, Kubernetes and Dask.",
+       "The items are a folder's .png/.npy files, a glob's files, files named, or the rows of a manifest\n"
+       "(a .txt file, one path a line, relative to its folder). Each item is the subcommand on one file with\n"
+       "the options given here (see its --help); its output OUTDIR/NAME.EXT is named after its input and\n"
+       "appears only when complete, so a re-run skips finished items. A failed item is reported and retried\n"
+       "once; the others go on; the exit status is 1 when any failed. Without --shard or --scheduler the items\n"
+       "run here, --workers at once with cores / workers threads each. See docs/scale-out.md for Slurm,\n"
+       "Kubernetes and Dask.",
        "hpipe batch recon gap-tv measurements/ --mask mask.png --iters 50 -o recon/ --shard 0/8",
        joined(kBatchOptions, joined(kCassiModel, kReconOptions)),
        kReads | kWrites,

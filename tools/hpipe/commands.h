@@ -15,6 +15,7 @@ int run_conv1d(Context &ctx);
 int run_recon(Context &ctx);
 int run_map(Context &ctx);
 int run_logsumexp(Context &ctx);
+int run_preview(Context &ctx);
 int run_batch(Context &ctx);
 
 extern const std::vector<Option> kBatchOptions;  // cmd_batch.cpp

@@ -174,26 +174,44 @@ std::vector<std::string> expand_inputs(const std::vector<std::string> &specs) {
   return files;
 }
 
-Source read_source(const std::string &path) {
+Source read_source(const std::string &path, const ReadOptions &options) {
   Source s;
   s.path = path;
-  if (has_npy_magic(path)) {
+  bool band_first = false;
+  std::optional<Loaded> other;
+  if (!has_npy_magic(path) && !has_png_magic(path)) other = read_other_format(path);  // (cube.npy beside a cube.hdr)
+  if (other) {
+    s.format = other->format;
+    s.array = std::move(other->array);
+    s.detail = std::move(other->detail);
+    s.wavelengths = std::move(other->wavelengths);
+    band_first = other->band_first;
+    s.files = std::move(other->files);
+  } else if (has_npy_magic(path)) {
     s.array = read_npy(path);
   } else if (ends_with(path, ".npy")) {
     s.array = read_npy(path);  // reports what is wrong with it
   } else {
     PngImage png = read_png(path);  // reports a wrong magic for anything else
+    s.format = Format::png;
     s.array = std::move(png.array);
     s.range = png.range;
+    band_first = true;
+  }
+  if (s.files.empty()) s.files = {path};
+  s.stored_shape = s.array.shape;
+  if (!band_first && (s.array.shape.size() == 3 || s.array.shape.size() == 4)) {
+    s.layout = options.layout.value_or(default_layout(s.format));
+    if (*s.layout == Layout::hwc) s.array = hwc_to_chw(s.array);
   }
   return s;
 }
 
-std::vector<Source> read_sources(const std::vector<std::string> &files, const Tick &tick) {
+std::vector<Source> read_sources(const std::vector<std::string> &files, const ReadOptions &options, const Tick &tick) {
   if (files.empty()) throw UsageError("no input files given");
   std::vector<Source> sources;
   for (std::size_t i = 0; i < files.size(); i++) {
-    sources.push_back(read_source(files[i]));
+    sources.push_back(read_source(files[i], options));
     if (tick) tick(i + 1, files.size());
   }
   return sources;
@@ -272,18 +290,15 @@ std::optional<DType> parse_type(const std::string &text) {
   throw UsageError("--type: expected u8, u16, f32 or f64, got '" + text + "'");
 }
 
-bool output_is_png(const std::string &output) {
-  if (ends_with(output, ".png")) return true;
-  if (ends_with(output, ".npy")) return false;
-  throw UsageError("-o " + output + ": expected a .png or .npy name (or a pattern such as out/band_%02d.png)");
-}
-
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
                         const Tick &tick) {
-  const bool png = output_is_png(output);
+  const Format format = output_format(output);
+  const bool png = format == Format::png, whole_file = format != Format::png && format != Format::npy;
   const bool pattern = check_pattern(output) != std::string::npos;
+  if (pattern && whole_file)
+    throw UsageError(output + ": a " + name(format) + " file holds the whole result; give a name without a % pattern");
   WriteReport report;
   const bool default_int = default_type == DType::u8 || default_type == DType::u16;
   report.type = options.type.value_or(png && !default_int ? DType::u16 : default_type);
@@ -304,8 +319,8 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
       throw UsageError(output + ": the result has " + std::to_string(planes) + " planes (shape " +
                        shape_string(shape) + "); give a pattern such as out/band_%02d.png, or a .npy file");
   }
-  std::vector<std::string> targets;
-  for (std::int64_t p = 0; p < planes; p++) targets.push_back(pattern ? format_pattern(output, p) : output);
+  std::vector<std::string> targets = whole_file ? output_files(format, output) : std::vector<std::string>{};
+  for (std::int64_t p = 0; p < planes && !whole_file; p++) targets.push_back(pattern ? format_pattern(output, p) : output);
   OutputSet outputs(targets, inputs, options.force);
 
   // The value range mapped onto the type's full range (integers) or onto [0, 1] (floats).
@@ -357,7 +372,13 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
       write_png(outputs.temporary(p), a, report.range);
     } else {
       if (!pattern) a.shape = shape;
-      write_npy(outputs.temporary(p), a);
+      if (whole_file) {
+        std::vector<std::string> temps;
+        for (std::size_t t = 0; t < targets.size(); t++) temps.push_back(outputs.temporary(t));
+        write_other_format(format, output, temps, a, options.file);
+      } else {
+        write_npy(outputs.temporary(p), options.file.layout == Layout::hwc && !pattern ? chw_to_hwc(a) : a);
+      }
     }
     report.bytes_written += static_cast<std::int64_t>(a.bytes.size());
     if (tick) tick(p + 1, planes);

@@ -1,6 +1,7 @@
 // Stacks of images: naming them on the command line (files in band order, a quoted glob, a
 // folder, @list.txt), reading them into one array of values, and writing results as one .npy
-// file, one PNG, or a PNG/.npy per band through a printf pattern (out/band_%02d.png).
+// file, one PNG, or a PNG/.npy per band through a printf pattern (out/band_%02d.png), or as one
+// .mat, HDF5, TIFF or ENVI file (formats.h).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "array.h"
+#include "formats.h"
 #include "hpipe/view.h"
 #include "io_png.h"
 
@@ -26,13 +28,26 @@ bool natural_less(const std::string &a, const std::string &b);
 // and folders are sorted naturally; explicit files keep their order.
 std::vector<std::string> expand_inputs(const std::vector<std::string> &specs);
 
-// One file, by its content: PNG or .npy.
-struct Source {
-  std::string path;
-  RawArray array;
-  std::optional<ValueRange> range;  // from a PNG written with --scale
+// How file contents become values: integers map to [0, 1] (or to a PNG's stored range) unless
+// `raw`; floats are taken as they are. `layout`: how 3-D/4-D arrays are stored (formats.h).
+struct ReadOptions {
+  bool raw = false;
+  std::optional<Layout> layout;  // nullopt: the format's default
 };
-Source read_source(const std::string &path);
+
+// One file, by its content: PNG, .npy, or a format of formats.h (`file.mat:var` selects).
+struct Source {
+  std::string path;  // as named, selector included
+  RawArray array;    // (..., C, H, W) once the layout is applied
+  std::optional<ValueRange> range;  // from a PNG written with --scale
+  Format format = Format::npy;
+  std::string detail;                // what `info` adds about the format ("v7.3 'img'")
+  Shape stored_shape;                // the shape as the file holds it
+  std::optional<Layout> layout;      // how a 3-D/4-D array was stored, when that was a choice
+  std::vector<double> wavelengths;   // nm, when the file says
+  std::vector<std::string> files;    // the files read (outputs may never replace one)
+};
+Source read_source(const std::string &path, const ReadOptions &options);
 
 // The values of a stack, in the type the kernels run in.
 template <class T>
@@ -43,12 +58,6 @@ struct Stack {
   std::int64_t bytes_read = 0;
 };
 
-// How file contents become values: integers map to [0, 1] (or to a PNG's stored range) unless
-// `raw`; floats are taken as they are.
-struct ReadOptions {
-  bool raw = false;
-};
-
 // How a source's stored numbers become values (see ReadOptions).
 struct Decoder {
   double offset = 0, factor = 1;
@@ -56,8 +65,8 @@ struct Decoder {
   double operator()(double stored) const { return offset + stored * factor; }
 };
 
-// Reads every file (PNG or .npy, by content), ticking once per file.
-std::vector<Source> read_sources(const std::vector<std::string> &files, const Tick &tick);
+// Reads every file (by content), ticking once per file.
+std::vector<Source> read_sources(const std::vector<std::string> &files, const ReadOptions &options, const Tick &tick);
 // Whether any source holds float64 (then the work runs in double precision).
 bool any_float64(const std::vector<Source> &sources);
 
@@ -79,6 +88,7 @@ struct WriteOptions {
   Scale scale;
   bool raw = false;
   bool force = false;
+  WholeFileOptions file;  // layout, MATLAB version, wavelengths of the formats in formats.h
 };
 
 struct WriteReport {
@@ -89,16 +99,14 @@ struct WriteReport {
   std::optional<ValueRange> range;     // the values mapped to the type's full range, when scaled
 };
 
-// Writes `shape`/`data` to `output`: a .npy file (the whole array), a .png (a single plane), or
-// a printf pattern with one integer conversion (one file per plane, planes counted over all
-// leading axes from 0). Every target is checked first (see OutputSet), written beside itself and
+// Writes `shape`/`data` to `output`: a .npy file (the whole array), a .png (a single plane), a
+// printf pattern with one integer conversion (one file per plane, planes counted over all
+// leading axes from 0), or one .mat/.h5/.tif/.hdr file (formats.h). Every target is checked first (see OutputSet), written beside itself and
 // renamed at the end. `default_type` applies when options.type is unset.
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
                         const Tick &tick);
 
-// Whether an output name is a .png (else .npy); UsageError for other extensions.
-bool output_is_png(const std::string &output);
 
 }  // namespace hpipe::cli

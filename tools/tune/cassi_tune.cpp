@@ -15,11 +15,10 @@ using alg::CassiEstimates;
 using alg::CassiGeometry;
 using reference::CassiProblem;
 
-// Tolerances of tests/test_cassi.cpp at the largest band count the cases use (28).
-constexpr double kEps = 1.1920928955078125e-07;  // float32 epsilon
-const Tolerance kBandSum{0, 2.0 * (28 + 2) * kEps};
-const Tolerance kFewRoundings{0, 4 * kEps};
-const Tolerance kExact{0, 0};
+// The tests' tolerances (float32 band sums do not depend on the band count).
+const Tolerance kBandSum = tolerance::cassi_band_sum<float>(28);
+const Tolerance kBandSumQuotient = tolerance::cassi_band_sum_quotient<float>(28);
+const Tolerance kFewRoundings = tolerance::cassi_few_roundings<float>();
 
 // The parameters every CASSI op has, with the generators' estimates (W4).
 struct CassiParams {
@@ -174,11 +173,11 @@ HPIPE_TUNE_FAMILY(cassi) {
                                     cases_of(Kind::adjoint), kFewRoundings),
       make_op<K, alg::CassiPhi>("cassi_phi", phi, cases_of(Kind::phi), kBandSum),
       make_op<K, alg::CassiPinv>("cassi_pinv", measurement_to_cube(&alg::cassi_pinv), cases_of(Kind::pinv),
-                                 kBandSum),
+                                 kBandSumQuotient),
       make_op<K, alg::CassiPinvAlpha>("cassi_pinv_alpha", measurement_to_cube(&alg::cassi_pinv_alpha),
                                       cases_of(Kind::pinv_alpha), kFewRoundings),
-      make_op<K, alg::CassiShift>("cassi_shift", shift(false), cases_of(Kind::shift), kExact),
-      make_op<K, alg::CassiShift>("cassi_shift_back", shift(true), cases_of(Kind::shift_back), kExact),
+      make_op<K, alg::CassiShift>("cassi_shift", shift(false), cases_of(Kind::shift), tolerance::kExact),
+      make_op<K, alg::CassiShift>("cassi_shift_back", shift(true), cases_of(Kind::shift_back), tolerance::kExact),
   };
 }
 

@@ -1,6 +1,5 @@
 // The batched 1-D convolution's entry in the tuner registry: conv1d, its cases and tolerance. The
 // algorithm, estimates and knob structs are the generator's own (pipelines/conv1d_generators.cpp).
-#include <limits>
 #include <sstream>
 
 #include "generators/conv1d.h"
@@ -32,7 +31,7 @@ std::vector<Problem> problems(Size size) {
 // tests/test_conv1d.cpp's tolerance for inputs in [0.05, 1): m + 2 roundings relative to the
 // result, m = min(La, Lv) products per output; m <= 10 in the cases.
 constexpr int kMostProducts = 10;
-const Tolerance kConvTolerance{0, (kMostProducts + 2) * double(std::numeric_limits<float>::epsilon())};
+const Tolerance kConvTolerance = tolerance::conv1d_positive<float>(kMostProducts);
 
 Case make_case(const Problem &p, std::uint32_t seed) {
   // np.convolve's output length and, as runtime/src/conv1d.cpp passes it, its first element in the

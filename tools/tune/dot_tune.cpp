@@ -1,7 +1,6 @@
 // The batched dot family's entry in the tuner registry: batched_dot (row-major operands) and
 // batched_dot_columns (column-major), their cases and tolerance. Algorithms, estimates and knob
 // structs are the generators' own (pipelines/dot_generators.cpp).
-#include <cmath>
 #include <sstream>
 
 #include "generators/dot.h"
@@ -30,7 +29,7 @@ constexpr int kLongestRow = 6171;
 // The float32 bound of tests/test_dot.cpp (hpipe/dot.h) for inputs in [0.05, 1), where
 // sum |a b| is the result itself: 67 roundings of 2^-24, plus the long-double reference's own
 // (K + 1) 2^-64 at the longest row of the cases (4096 x 4096 included).
-const Tolerance kDotBound{0, 67 * std::ldexp(1.0, -24) + (kLongestRow + 1) * std::ldexp(1.0, -64)};
+const Tolerance kDotBound = tolerance::dot_same_sign<float>(kLongestRow);
 
 std::function<std::vector<Case>(Size, std::uint32_t)> cases(bool columns) {
   return [columns](Size size, std::uint32_t seed) {

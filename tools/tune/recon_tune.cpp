@@ -2,7 +2,6 @@
 // ADMM-TV iteration, their cases and tolerances. Algorithms, estimates and knob structs are the
 // generators' own (pipelines/recon_generators.cpp). The vectorial TV steps (tv_vectorial_step,
 // tv_finish) are not registered: the reference has no single-step form to verify them against.
-#include <limits>
 #include <sstream>
 
 #include "generators/recon.h"
@@ -17,8 +16,6 @@ using namespace Halide;
 using alg::CassiGeometry;
 using alg::ReconEstimates;
 using reference::CassiProblem;
-
-constexpr double kEps = std::numeric_limits<float>::epsilon();
 
 struct Problem {
   CassiProblem p;
@@ -48,7 +45,7 @@ constexpr int kMostTvIterations = 13;
 // its data step being a few roundings of values of order 1 ahead of the TV: measured worst errors
 // (default knobs, all cases, W4-sized timing case included) 0.004 of it for tv_chambolle, 0.10
 // for gap_tv_step, 0.02 for admm_tv_step.
-const Tolerance kTvTolerance{16.0 * (kMostTvIterations + 1) * kEps, 0};
+const Tolerance kTvTolerance = tolerance::tv<float>(kMostTvIterations);
 
 std::string describe(const Problem &q) {
   const CassiProblem &p = q.p;

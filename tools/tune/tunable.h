@@ -12,6 +12,7 @@
 
 #include "Halide.h"
 #include "schedules/common.h"
+#include "tests/reference/tolerances.h"
 
 namespace hpipe::tune {
 
@@ -48,10 +49,8 @@ struct Case {
   }
 };
 
-// |actual - expected| <= abs + rel * |expected|, per element.
-struct Tolerance {
-  double abs = 0, rel = 0;
-};
+// |actual - expected| <= abs + rel * |expected|, per element; each op's from tests/reference/tolerances.h.
+using tolerance::Tolerance;
 
 // A backend's knob space, read from a knob struct's visit() and valid() (schedules/knobs.h).
 struct KnobSpace {
@@ -104,7 +103,7 @@ struct Built {
 enum class Size { small, workload };
 
 struct TunableOp {
-  std::string name;     // the kernel's name in hpipe_add_kernel(), e.g. cassi_forward
+  std::string name;     // the kernel's name in hpipe_add_family(), e.g. cassi_forward
   KnobSpace cpu, cuda;  // from sched::<Family>Knobs::Cpu / ::Cuda
   // The algorithm on fresh float32 JIT parameters, estimates set; scheduled with `knobs`
   // ("a:1,b:2", CPU or CUDA schedule by the target's features) or, when `knobs` is null, left

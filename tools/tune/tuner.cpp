@@ -73,21 +73,16 @@ int halide_threads() {
 }
 
 std::string join_knobs(const KnobSpace &space, const std::vector<int> &values) {
-  std::string text;
-  for (std::size_t i = 0; i < values.size(); i++)
-    text += (i ? "," : "") + space.names[i] + ":" + std::to_string(values[i]);
-  return text;
+  std::vector<sched::KnobSetting> settings;
+  for (std::size_t i = 0; i < values.size(); i++) settings.push_back({space.names[i], values[i]});
+  return sched::join_knobs(settings);
 }
 
 std::vector<int> knob_values(const KnobSpace &space, const std::string &text) {
   std::vector<int> values(space.names.size());
-  std::istringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const auto eq = item.find_first_of("=:");
+  for (const auto &setting : sched::split_knobs(text))
     for (std::size_t i = 0; i < space.names.size(); i++)
-      if (item.substr(0, eq) == space.names[i]) values[i] = std::stoi(item.substr(eq + 1));
-  }
+      if (setting.name == space.names[i]) values[i] = setting.value;
   return values;
 }
 
@@ -326,7 +321,7 @@ class CpuTuner {
     double worst_ratio = 0;
     const double inf = std::numeric_limits<double>::infinity();
     for (std::size_t i = 0; i < k.expected.size(); i++) {
-      const double limit = op_.tolerance.abs + op_.tolerance.rel * std::abs(k.expected[i]);
+      const double limit = op_.tolerance.limit(k.expected[i]);
       const double err = std::abs(double(got[i]) - k.expected[i]);
       const bool ok = err <= limit;  // false for NaN
       const double ratio = std::isnan(err) ? inf : limit > 0 ? err / limit : ok ? 0 : inf;
@@ -598,12 +593,9 @@ std::string knobs_json(
     const char *be_sep = "\n";
     for (const auto &[backend, text] : backends) {
       out << be_sep << "      " << json_quote(backend) << ": {";
-      std::istringstream in(text);
-      std::string item;
       const char *sep = "";
-      while (std::getline(in, item, ',')) {
-        const auto eq = item.find_first_of("=:");
-        out << sep << json_quote(item.substr(0, eq)) << ": " << item.substr(eq + 1);
+      for (const auto &setting : sched::split_knobs(text)) {
+        out << sep << json_quote(setting.name) << ": " << setting.value;
         sep = ", ";
       }
       out << "}";

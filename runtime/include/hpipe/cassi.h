@@ -66,30 +66,48 @@ std::array<std::int64_t, 3> cassi_measurement_shape(const std::array<std::int64_
 std::array<std::int64_t, 4> cassi_cube_shape(const std::array<std::int64_t, 3> &measurement, std::int64_t bands,
                                              Dispersion d);
 
-#define HPIPE_CASSI_DECLARE(T)                                                                                   \
-  void cassi_forward(View<const T, 4> x, const Mask<T> &mask, Dispersion d, View<T, 3> y,                        \
-                     const Options &options = {});                                                               \
-  void cassi_adjoint(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x,                        \
-                     const Options &options = {});                                                               \
-  void cassi_phi(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> phi,                          \
-                 const Options &options = {});                                                                   \
-  void cassi_pinv(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x,                           \
-                  const Options &options = {});                                                                  \
-  void cassi_pinv_alpha(View<const T, 3> y, const Mask<T> &mask, Dispersion d, View<T, 4> x,                     \
-                        const Options &options = {});                                                            \
-  void cassi_shift(View<const T, 4> x, Dispersion d, View<T, 4> shifted, const Options &options = {});           \
-  void cassi_shift_back(View<const T, 4> shifted, Dispersion d, View<T, 4> x, const Options &options = {});      \
-  /* Allocating forms: return a new host array (inputs must be host memory). */                                  \
-  Array<T, 3> cassi_forward(View<const T, 4> x, const Mask<T> &mask, Dispersion d, const Options &options = {}); \
-  Array<T, 4> cassi_adjoint(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,           \
-                            const Options &options = {});                                                        \
-  Array<T, 4> cassi_pinv(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,              \
-                         const Options &options = {});                                                           \
-  Array<T, 4> cassi_pinv_alpha(View<const T, 3> y, const Mask<T> &mask, std::int64_t bands, Dispersion d,        \
-                               const Options &options = {});
+// Each op in float32 and float64, writing into caller-allocated outputs.
+void cassi_forward(View<const float, 4> x, const Mask<float> &mask, Dispersion d, View<float, 3> y,
+                   const Options &options = {});
+void cassi_forward(View<const double, 4> x, const Mask<double> &mask, Dispersion d, View<double, 3> y,
+                   const Options &options = {});
+void cassi_adjoint(View<const float, 3> y, const Mask<float> &mask, Dispersion d, View<float, 4> x,
+                   const Options &options = {});
+void cassi_adjoint(View<const double, 3> y, const Mask<double> &mask, Dispersion d, View<double, 4> x,
+                   const Options &options = {});
+void cassi_phi(const Mask<float> &mask, std::int64_t bands, Dispersion d, View<float, 2> phi,
+               const Options &options = {});
+void cassi_phi(const Mask<double> &mask, std::int64_t bands, Dispersion d, View<double, 2> phi,
+               const Options &options = {});
+void cassi_pinv(View<const float, 3> y, const Mask<float> &mask, Dispersion d, View<float, 4> x,
+                const Options &options = {});
+void cassi_pinv(View<const double, 3> y, const Mask<double> &mask, Dispersion d, View<double, 4> x,
+                const Options &options = {});
+void cassi_pinv_alpha(View<const float, 3> y, const Mask<float> &mask, Dispersion d, View<float, 4> x,
+                      const Options &options = {});
+void cassi_pinv_alpha(View<const double, 3> y, const Mask<double> &mask, Dispersion d, View<double, 4> x,
+                      const Options &options = {});
+void cassi_shift(View<const float, 4> x, Dispersion d, View<float, 4> shifted, const Options &options = {});
+void cassi_shift(View<const double, 4> x, Dispersion d, View<double, 4> shifted, const Options &options = {});
+void cassi_shift_back(View<const float, 4> shifted, Dispersion d, View<float, 4> x, const Options &options = {});
+void cassi_shift_back(View<const double, 4> shifted, Dispersion d, View<double, 4> x, const Options &options = {});
 
-HPIPE_CASSI_DECLARE(float)
-HPIPE_CASSI_DECLARE(double)
-#undef HPIPE_CASSI_DECLARE
+// Allocating forms: return a new host array (inputs must be host memory).
+Array<float, 3> cassi_forward(View<const float, 4> x, const Mask<float> &mask, Dispersion d,
+                              const Options &options = {});
+Array<double, 3> cassi_forward(View<const double, 4> x, const Mask<double> &mask, Dispersion d,
+                               const Options &options = {});
+Array<float, 4> cassi_adjoint(View<const float, 3> y, const Mask<float> &mask, std::int64_t bands, Dispersion d,
+                              const Options &options = {});
+Array<double, 4> cassi_adjoint(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands, Dispersion d,
+                               const Options &options = {});
+Array<float, 4> cassi_pinv(View<const float, 3> y, const Mask<float> &mask, std::int64_t bands, Dispersion d,
+                           const Options &options = {});
+Array<double, 4> cassi_pinv(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands, Dispersion d,
+                            const Options &options = {});
+Array<float, 4> cassi_pinv_alpha(View<const float, 3> y, const Mask<float> &mask, std::int64_t bands, Dispersion d,
+                                 const Options &options = {});
+Array<double, 4> cassi_pinv_alpha(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands,
+                                  Dispersion d, const Options &options = {});
 
 }  // namespace hpipe

@@ -27,19 +27,25 @@ enum class ConvMode { full, same, valid };
 std::int64_t conv1d_length(std::int64_t la, std::int64_t lv, ConvMode mode);
 const char *to_string(ConvMode mode);
 
-#define HPIPE_CONV1D_DECLARE(T)                                                                                \
-  /* One kernel per row: v is (N, Lv). */                                                                      \
-  void conv1d(View<const T, 2> a, View<const T, 2> v, ConvMode mode, View<T, 2> out, const Options &options = {}); \
-  /* One kernel for every row: v is (Lv,). */                                                                  \
-  void conv1d(View<const T, 2> a, View<const T, 1> v, ConvMode mode, View<T, 2> out, const Options &options = {}); \
-  /* Allocating forms: return a new host array of shape (N, conv1d_length(La, Lv, mode)). */                   \
-  Array<T, 2> conv1d(View<const T, 2> a, View<const T, 2> v, ConvMode mode = ConvMode::full,                   \
-                     const Options &options = {});                                                             \
-  Array<T, 2> conv1d(View<const T, 2> a, View<const T, 1> v, ConvMode mode = ConvMode::full,                   \
-                     const Options &options = {});
+// One kernel per row: v is (N, Lv).
+void conv1d(View<const float, 2> a, View<const float, 2> v, ConvMode mode, View<float, 2> out,
+            const Options &options = {});
+void conv1d(View<const double, 2> a, View<const double, 2> v, ConvMode mode, View<double, 2> out,
+            const Options &options = {});
+// One kernel for every row: v is (Lv,).
+void conv1d(View<const float, 2> a, View<const float, 1> v, ConvMode mode, View<float, 2> out,
+            const Options &options = {});
+void conv1d(View<const double, 2> a, View<const double, 1> v, ConvMode mode, View<double, 2> out,
+            const Options &options = {});
 
-HPIPE_CONV1D_DECLARE(float)
-HPIPE_CONV1D_DECLARE(double)
-#undef HPIPE_CONV1D_DECLARE
+// Allocating forms: return a new host array of shape (N, conv1d_length(La, Lv, mode)).
+Array<float, 2> conv1d(View<const float, 2> a, View<const float, 2> v, ConvMode mode = ConvMode::full,
+                       const Options &options = {});
+Array<double, 2> conv1d(View<const double, 2> a, View<const double, 2> v, ConvMode mode = ConvMode::full,
+                        const Options &options = {});
+Array<float, 2> conv1d(View<const float, 2> a, View<const float, 1> v, ConvMode mode = ConvMode::full,
+                       const Options &options = {});
+Array<double, 2> conv1d(View<const double, 2> a, View<const double, 1> v, ConvMode mode = ConvMode::full,
+                        const Options &options = {});
 
 }  // namespace hpipe

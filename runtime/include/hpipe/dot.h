@@ -24,13 +24,11 @@
 
 namespace hpipe {
 
-#define HPIPE_DOT_DECLARE(T)                                                                         \
-  void batched_dot(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Options &options = {}); \
-  /* Allocating form: returns a new host array of shape (N,). */                                      \
-  Array<T, 1> batched_dot(View<const T, 2> a, View<const T, 2> b, const Options &options = {});
+void batched_dot(View<const float, 2> a, View<const float, 2> b, View<float, 1> out, const Options &options = {});
+void batched_dot(View<const double, 2> a, View<const double, 2> b, View<double, 1> out, const Options &options = {});
 
-HPIPE_DOT_DECLARE(float)
-HPIPE_DOT_DECLARE(double)
-#undef HPIPE_DOT_DECLARE
+// Allocating forms: return a new host array of shape (N,).
+Array<float, 1> batched_dot(View<const float, 2> a, View<const float, 2> b, const Options &options = {});
+Array<double, 1> batched_dot(View<const double, 2> a, View<const double, 2> b, const Options &options = {});
 
 }  // namespace hpipe

@@ -53,34 +53,75 @@
 
 namespace hpipe {
 
-#define HPIPE_MATH_ELEMENTWISE_DECLARE(T, N)                                                 \
-  void exp(View<const T, N> x, View<T, N> y, const Options &options = {});                   \
-  void log(View<const T, N> x, View<T, N> y, const Options &options = {});                   \
-  void erf(View<const T, N> x, View<T, N> y, const Options &options = {});                   \
-  /* Allocating forms: return a new host array (x must be host memory). */                  \
-  Array<T, N> exp(View<const T, N> x, const Options &options = {});                          \
-  Array<T, N> log(View<const T, N> x, const Options &options = {});                          \
-  Array<T, N> erf(View<const T, N> x, const Options &options = {});
+// exp, elementwise: into y (x's shape), or into a new host array (x must be host memory).
+void exp(View<const float, 1> x, View<float, 1> y, const Options &options = {});
+void exp(View<const float, 2> x, View<float, 2> y, const Options &options = {});
+void exp(View<const float, 3> x, View<float, 3> y, const Options &options = {});
+void exp(View<const float, 4> x, View<float, 4> y, const Options &options = {});
+void exp(View<const double, 1> x, View<double, 1> y, const Options &options = {});
+void exp(View<const double, 2> x, View<double, 2> y, const Options &options = {});
+void exp(View<const double, 3> x, View<double, 3> y, const Options &options = {});
+void exp(View<const double, 4> x, View<double, 4> y, const Options &options = {});
+Array<float, 1> exp(View<const float, 1> x, const Options &options = {});
+Array<float, 2> exp(View<const float, 2> x, const Options &options = {});
+Array<float, 3> exp(View<const float, 3> x, const Options &options = {});
+Array<float, 4> exp(View<const float, 4> x, const Options &options = {});
+Array<double, 1> exp(View<const double, 1> x, const Options &options = {});
+Array<double, 2> exp(View<const double, 2> x, const Options &options = {});
+Array<double, 3> exp(View<const double, 3> x, const Options &options = {});
+Array<double, 4> exp(View<const double, 4> x, const Options &options = {});
 
-#define HPIPE_MATH_REDUCE_DECLARE(T, N)                                                      \
-  void logsumexp(View<const T, N> x, int axis, View<T, N - 1> out, const Options &options = {}); \
-  Array<T, N - 1> logsumexp(View<const T, N> x, int axis, const Options &options = {});
+// log, elementwise: into y (x's shape), or into a new host array (x must be host memory).
+void log(View<const float, 1> x, View<float, 1> y, const Options &options = {});
+void log(View<const float, 2> x, View<float, 2> y, const Options &options = {});
+void log(View<const float, 3> x, View<float, 3> y, const Options &options = {});
+void log(View<const float, 4> x, View<float, 4> y, const Options &options = {});
+void log(View<const double, 1> x, View<double, 1> y, const Options &options = {});
+void log(View<const double, 2> x, View<double, 2> y, const Options &options = {});
+void log(View<const double, 3> x, View<double, 3> y, const Options &options = {});
+void log(View<const double, 4> x, View<double, 4> y, const Options &options = {});
+Array<float, 1> log(View<const float, 1> x, const Options &options = {});
+Array<float, 2> log(View<const float, 2> x, const Options &options = {});
+Array<float, 3> log(View<const float, 3> x, const Options &options = {});
+Array<float, 4> log(View<const float, 4> x, const Options &options = {});
+Array<double, 1> log(View<const double, 1> x, const Options &options = {});
+Array<double, 2> log(View<const double, 2> x, const Options &options = {});
+Array<double, 3> log(View<const double, 3> x, const Options &options = {});
+Array<double, 4> log(View<const double, 4> x, const Options &options = {});
 
-#define HPIPE_MATH_DECLARE(T)                                   \
-  HPIPE_MATH_ELEMENTWISE_DECLARE(T, 1)                          \
-  HPIPE_MATH_ELEMENTWISE_DECLARE(T, 2)                          \
-  HPIPE_MATH_ELEMENTWISE_DECLARE(T, 3)                          \
-  HPIPE_MATH_ELEMENTWISE_DECLARE(T, 4)                          \
-  HPIPE_MATH_REDUCE_DECLARE(T, 2)                               \
-  HPIPE_MATH_REDUCE_DECLARE(T, 3)                               \
-  HPIPE_MATH_REDUCE_DECLARE(T, 4)                               \
-  /* The whole of a 1-D array, as a number. */ \
-  T logsumexp(View<const T, 1> x, const Options &options = {});
+// erf, elementwise: into y (x's shape), or into a new host array (x must be host memory).
+void erf(View<const float, 1> x, View<float, 1> y, const Options &options = {});
+void erf(View<const float, 2> x, View<float, 2> y, const Options &options = {});
+void erf(View<const float, 3> x, View<float, 3> y, const Options &options = {});
+void erf(View<const float, 4> x, View<float, 4> y, const Options &options = {});
+void erf(View<const double, 1> x, View<double, 1> y, const Options &options = {});
+void erf(View<const double, 2> x, View<double, 2> y, const Options &options = {});
+void erf(View<const double, 3> x, View<double, 3> y, const Options &options = {});
+void erf(View<const double, 4> x, View<double, 4> y, const Options &options = {});
+Array<float, 1> erf(View<const float, 1> x, const Options &options = {});
+Array<float, 2> erf(View<const float, 2> x, const Options &options = {});
+Array<float, 3> erf(View<const float, 3> x, const Options &options = {});
+Array<float, 4> erf(View<const float, 4> x, const Options &options = {});
+Array<double, 1> erf(View<const double, 1> x, const Options &options = {});
+Array<double, 2> erf(View<const double, 2> x, const Options &options = {});
+Array<double, 3> erf(View<const double, 3> x, const Options &options = {});
+Array<double, 4> erf(View<const double, 4> x, const Options &options = {});
 
-HPIPE_MATH_DECLARE(float)
-HPIPE_MATH_DECLARE(double)
-#undef HPIPE_MATH_DECLARE
-#undef HPIPE_MATH_REDUCE_DECLARE
-#undef HPIPE_MATH_ELEMENTWISE_DECLARE
+// logsumexp along `axis`: into out (x's shape without the axis), or into a new host array.
+void logsumexp(View<const float, 2> x, int axis, View<float, 1> out, const Options &options = {});
+void logsumexp(View<const float, 3> x, int axis, View<float, 2> out, const Options &options = {});
+void logsumexp(View<const float, 4> x, int axis, View<float, 3> out, const Options &options = {});
+void logsumexp(View<const double, 2> x, int axis, View<double, 1> out, const Options &options = {});
+void logsumexp(View<const double, 3> x, int axis, View<double, 2> out, const Options &options = {});
+void logsumexp(View<const double, 4> x, int axis, View<double, 3> out, const Options &options = {});
+Array<float, 1> logsumexp(View<const float, 2> x, int axis, const Options &options = {});
+Array<float, 2> logsumexp(View<const float, 3> x, int axis, const Options &options = {});
+Array<float, 3> logsumexp(View<const float, 4> x, int axis, const Options &options = {});
+Array<double, 1> logsumexp(View<const double, 2> x, int axis, const Options &options = {});
+Array<double, 2> logsumexp(View<const double, 3> x, int axis, const Options &options = {});
+Array<double, 3> logsumexp(View<const double, 4> x, int axis, const Options &options = {});
+// The whole of a 1-D array, as a number.
+float logsumexp(View<const float, 1> x, const Options &options = {});
+double logsumexp(View<const double, 1> x, const Options &options = {});
 
 }  // namespace hpipe

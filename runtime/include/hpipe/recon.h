@@ -82,37 +82,54 @@ struct BandQuality {
   double mean_ssim = 0;
 };
 
-#define HPIPE_RECON_DECLARE(T)                                                                                    \
-  void tv_denoise(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &options = {});          \
-  Array<T, 4> tv_denoise(View<const T, 4> x, const TvParams &tv, const Options &options = {});                   \
-  void gap_tv(View<const T, 3> y, const Mask<T> &mask, const ReconParams &params, View<T, 4> x,                  \
-              const IterationCallback &progress = {}, const Options &options = {});                              \
-  void admm_tv(View<const T, 3> y, const Mask<T> &mask, const ReconParams &params, View<T, 4> x,                 \
-               const IterationCallback &progress = {}, const Options &options = {});                             \
-  /* Either method by name, allocating the cube (B, C, H, W) for `bands` bands. */                               \
-  Array<T, 4> reconstruct(ReconMethod method, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,       \
-                          const ReconParams &params, const IterationCallback &progress = {},                     \
-                          const Options &options = {});                                                          \
-  /* One iteration, for callers that drive the loop themselves (and the benchmarks): phi is     \
-     cassi_phi(mask); start from x = A^T y, y1 = 0 (GAP) or theta = A^T y, b = 0 (ADMM).         \
-     params.iterations is not used. */                                                                           \
-  void gap_tv_step(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,              \
-                   View<const T, 2> phi, const ReconParams &params, View<T, 4> x_next, View<T, 3> y1_next,         \
-                   const Options &options = {});                                                                 \
-  void admm_tv_step(View<const T, 4> theta, View<const T, 4> b, View<const T, 3> y, const Mask<T> &mask,          \
-                    View<const T, 2> phi, const ReconParams &params, View<T, 4> theta_next, View<T, 4> b_next,     \
-                    const Options &options = {});                                                                \
-  /* PSNR = 10 log10(peak^2 / MSE) in dB (infinity when equal). */                                               \
-  double psnr(View<const T, 2> estimate, View<const T, 2> truth, double peak = 1.0);                             \
-  /* SSIM of Wang et al. 2004: 11 x 11 Gaussian window (sigma 1.5, normalized), K1 = 0.01, K2 = 0.03,            \
-     L = data_range; the mean over every window that lies inside the image (MATLAB's 'valid';                    \
-     skimage's gaussian_weights=True, use_sample_covariance=False gives the same). Needs H, W >= 11. */          \
-  double ssim(View<const T, 2> estimate, View<const T, 2> truth, double data_range = 1.0);                       \
-  BandQuality band_quality(View<const T, 3> estimate, View<const T, 3> truth);
+void tv_denoise(View<const float, 4> x, const TvParams &tv, View<float, 4> out, const Options &options = {});
+void tv_denoise(View<const double, 4> x, const TvParams &tv, View<double, 4> out, const Options &options = {});
+Array<float, 4> tv_denoise(View<const float, 4> x, const TvParams &tv, const Options &options = {});
+Array<double, 4> tv_denoise(View<const double, 4> x, const TvParams &tv, const Options &options = {});
 
-HPIPE_RECON_DECLARE(float)
-HPIPE_RECON_DECLARE(double)
-#undef HPIPE_RECON_DECLARE
+void gap_tv(View<const float, 3> y, const Mask<float> &mask, const ReconParams &params, View<float, 4> x,
+            const IterationCallback &progress = {}, const Options &options = {});
+void gap_tv(View<const double, 3> y, const Mask<double> &mask, const ReconParams &params, View<double, 4> x,
+            const IterationCallback &progress = {}, const Options &options = {});
+void admm_tv(View<const float, 3> y, const Mask<float> &mask, const ReconParams &params, View<float, 4> x,
+             const IterationCallback &progress = {}, const Options &options = {});
+void admm_tv(View<const double, 3> y, const Mask<double> &mask, const ReconParams &params, View<double, 4> x,
+             const IterationCallback &progress = {}, const Options &options = {});
+
+// Either method by name, allocating the cube (B, C, H, W) for `bands` bands.
+Array<float, 4> reconstruct(ReconMethod method, View<const float, 3> y, const Mask<float> &mask, std::int64_t bands,
+                            const ReconParams &params, const IterationCallback &progress = {},
+                            const Options &options = {});
+Array<double, 4> reconstruct(ReconMethod method, View<const double, 3> y, const Mask<double> &mask,
+                             std::int64_t bands, const ReconParams &params, const IterationCallback &progress = {},
+                             const Options &options = {});
+
+// One iteration, for callers that drive the loop themselves (and the benchmarks): phi is
+// cassi_phi(mask); start from x = A^T y, y1 = 0 (GAP) or theta = A^T y, b = 0 (ADMM).
+// params.iterations is not used.
+void gap_tv_step(View<const float, 4> x, View<const float, 3> y1, View<const float, 3> y, const Mask<float> &mask,
+                 View<const float, 2> phi, const ReconParams &params, View<float, 4> x_next, View<float, 3> y1_next,
+                 const Options &options = {});
+void gap_tv_step(View<const double, 4> x, View<const double, 3> y1, View<const double, 3> y,
+                 const Mask<double> &mask, View<const double, 2> phi, const ReconParams &params,
+                 View<double, 4> x_next, View<double, 3> y1_next, const Options &options = {});
+void admm_tv_step(View<const float, 4> theta, View<const float, 4> b, View<const float, 3> y,
+                  const Mask<float> &mask, View<const float, 2> phi, const ReconParams &params,
+                  View<float, 4> theta_next, View<float, 4> b_next, const Options &options = {});
+void admm_tv_step(View<const double, 4> theta, View<const double, 4> b, View<const double, 3> y,
+                  const Mask<double> &mask, View<const double, 2> phi, const ReconParams &params,
+                  View<double, 4> theta_next, View<double, 4> b_next, const Options &options = {});
+
+// PSNR = 10 log10(peak^2 / MSE) in dB (infinity when equal).
+double psnr(View<const float, 2> estimate, View<const float, 2> truth, double peak = 1.0);
+double psnr(View<const double, 2> estimate, View<const double, 2> truth, double peak = 1.0);
+// SSIM of Wang et al. 2004: 11 x 11 Gaussian window (sigma 1.5, normalized), K1 = 0.01, K2 = 0.03,
+// L = data_range; the mean over every window that lies inside the image (MATLAB's 'valid';
+// skimage's gaussian_weights=True, use_sample_covariance=False gives the same). Needs H, W >= 11.
+double ssim(View<const float, 2> estimate, View<const float, 2> truth, double data_range = 1.0);
+double ssim(View<const double, 2> estimate, View<const double, 2> truth, double data_range = 1.0);
+BandQuality band_quality(View<const float, 3> estimate, View<const float, 3> truth);
+BandQuality band_quality(View<const double, 3> estimate, View<const double, 3> truth);
 
 // "gap-tv" or "admm-tv" (as the CLI spells them); throws hpipe::Error naming the choices otherwise.
 ReconMethod parse_recon_method(const std::string &name);

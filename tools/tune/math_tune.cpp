@@ -1,12 +1,12 @@
-// The transcendental family's entry in the tuner registry: math_exp, math_log, math_erf (elementwise)
+// The math family's entry in the tuner registry: math_exp, math_log, math_erf (elementwise)
 // and math_logsumexp, their cases and tolerances. The algorithms, estimates, knob structs and the
-// chunk size of logsumexp are the generator's own (pipelines/transcendental_generators.cpp).
+// chunk size of logsumexp are the generator's own (pipelines/math_generators.cpp).
 #include <cmath>
 #include <random>
 #include <sstream>
 
-#include "generators/transcendental.h"
-#include "schedules/transcendental.h"
+#include "generators/math.h"
+#include "schedules/math.h"
 #include "tests/reference/math_reference.h"
 #include "tools/tune/case_util.h"
 
@@ -17,16 +17,12 @@ using namespace Halide;
 using alg::MathFunction;
 using test::reference::Fn;
 
-// The accuracy contract of hpipe/math.h, float32 (the tuner's type): exp and log within 1 ULP, erf
-// within 1.5 ULP of the exact value. A float32 ULP of a normal value v is at most 2^-23 |v| (and
-// more than 2^-24 |v|), of a denormal one 2^-149: u ULP is allowed as u (2^-149 + 2^-23 |v|).
-// (tests/test_math.cpp measures the ULP error itself; this abs + rel form admits at most twice
-// the contract, which still rejects any variant that computes, indexes or writes wrongly.)
-Tolerance ulp_tolerance(double ulps) { return {ulps * std::ldexp(1.0, -149), ulps * std::ldexp(1.0, -23)}; }
-
-// logsumexp float32, as tests/test_math.cpp's logsumexp_tolerance<float>: 1 ULP (relative 2^-23)
-// plus 2^-24 absolute.
-const Tolerance kLogSumExpTolerance{std::ldexp(1.0, -24), std::ldexp(1.0, -23)};
+// The accuracy contract of hpipe/math.h in float32 (the tuner's type), as abs + rel tolerances.
+const Tolerance kExpTolerance = tolerance::float32_ulps(tolerance::kUlpContract.exp);
+const Tolerance kLogTolerance = tolerance::float32_ulps(tolerance::kUlpContract.log);
+const Tolerance kErfTolerance = tolerance::float32_ulps(tolerance::kUlpContract.erf);
+// The logsumexp tolerance does not depend on the row length in float32.
+const Tolerance kLogSumExpTolerance = tolerance::logsumexp<float>(1);
 
 // n float32 values uniform in [lo, hi), or with their logarithm uniform when `log_uniform`.
 std::vector<double> values_in(std::int64_t n, std::uint32_t seed, double lo, double hi, bool log_uniform = false) {
@@ -105,7 +101,7 @@ std::vector<Case> logsumexp_cases(Size size, std::uint32_t seed) {
 
 std::function<alg::Elementwise(Built &)> elementwise(MathFunction fn) {
   return [fn](Built &built) {
-    const alg::TranscendentalEstimates e;
+    const alg::MathEstimates e;
     ImageParam x = buffer_param(built, "x", 1, e.flat());
     auto op = alg::elementwise(x, fn);
     set_output(built, op.y, e.flat());
@@ -115,10 +111,10 @@ std::function<alg::Elementwise(Built &)> elementwise(MathFunction fn) {
 
 }  // namespace
 
-HPIPE_TUNE_FAMILY(transcendental) {
+HPIPE_TUNE_FAMILY(math) {
   using K = sched::MathElementwiseKnobs;
   std::function<alg::LogSumExp(Built &)> logsumexp = [](Built &built) {
-    const alg::TranscendentalEstimates e;
+    const alg::MathEstimates e;
     ImageParam x = buffer_param(built, "x", 3, e.matrix());
     auto op = alg::logsumexp(x, x.dim(1).extent(), sched::logsumexp_rows_per_chunk(built.target, x.type()), x.type());
     set_output(built, op.out, e.reduced());
@@ -126,12 +122,12 @@ HPIPE_TUNE_FAMILY(transcendental) {
   };
   return {
       make_op<K, alg::Elementwise>("math_exp", elementwise(MathFunction::exp), elementwise_cases(MathFunction::exp),
-                                   ulp_tolerance(1.0)),
+                                   kExpTolerance),
       make_op<K, alg::Elementwise>("math_log", elementwise(MathFunction::log), elementwise_cases(MathFunction::log),
-                                   ulp_tolerance(1.0)),
+                                   kLogTolerance),
       make_op<K, alg::Elementwise>("math_erf", elementwise(MathFunction::erf), elementwise_cases(MathFunction::erf),
-                                   ulp_tolerance(1.5)),
-      make_op<sched::LogSumExpKnobs, alg::LogSumExp>("math_logsumexp", logsumexp, logsumexp_cases,
+                                   kErfTolerance),
+      make_op<sched::MathLogSumExpKnobs, alg::LogSumExp>("math_logsumexp", logsumexp, logsumexp_cases,
                                                      kLogSumExpTolerance),
   };
 }

@@ -1,6 +1,6 @@
-// Transcendental family: our own vectorisable exp, log and erf (range reduction + polynomials
-// fitted by tools/dev/fit_transcendental.py), the elementwise ops over them, and logsumexp.
-// Algorithms only (schedules live in schedules/transcendental_*.cpp).
+// Math family: our own vectorisable exp, log and erf (range reduction + polynomials
+// fitted by tools/dev/fit_math_coefficients.py), the elementwise ops over them, and logsumexp.
+// Algorithms only (schedules live in schedules/math_*.cpp).
 //
 // Everything is computed under strict_float (no reassociation or contraction: the exact Cody-Waite
 // and two-sum steps rely on it) but the polynomials, which contract into FMA where the target has
@@ -50,7 +50,7 @@ struct LogSumExp {
 LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk, Halide::Type out_type);
 
 // Estimates: the W2 workload of shared/workloads.md, 10000 x 10000 (10^8 elements), axis 0.
-struct TranscendentalEstimates {
+struct MathEstimates {
   int rows = 10000, columns = 10000;
   Halide::Region flat() const { return {{0, rows * columns}}; }
   Halide::Region matrix() const { return {{0, columns}, {0, rows}, {0, 1}}; }  // (i, r, o)

@@ -1,4 +1,4 @@
-// CPU-vector schedules of the transcendental family.
+// CPU-vector schedules of the math family.
 //
 // Measured on a 2-core Xeon (Cascade Lake, AVX-512 target, KVM), 2 threads, default knobs, 10^8
 // elements, 64-byte aligned, median of 3 `make bench` runs (README "Performance"): exp f32
@@ -8,7 +8,7 @@
 #include <algorithm>
 
 #include "schedules/common.h"
-#include "schedules/transcendental.h"
+#include "schedules/math.h"
 
 namespace hpipe::sched {
 
@@ -52,7 +52,7 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpu
 // on x86 steps 64 elements instead of 64 bytes and emits prefetchnta: prefetch at a loop over one
 // 16-float vector, with PrefetchBoundStrategy::NonFaulting (its bounds checks cost more than the
 // loads).
-void schedule_cpu(alg::LogSumExp op, const Target &t, const LogSumExpCpuKnobs &k) {
+void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
   Var i = arg(op.out, 0), o = arg(op.out, 1), io("io"), ii("ii"), task("task");
   // A task is at most as wide as the output, rounded up to whole vectors: a wider one would run

@@ -1,33 +1,32 @@
-// AOT generators of the transcendental family: inputs/outputs, estimates, schedule. The algorithms
-// are in generators/transcendental.cpp, the schedules in schedules/transcendental_{cpu,cuda}.cpp.
+// AOT generators of the math family: inputs/outputs, estimates, schedule. The algorithms
+// are in generators/math.cpp, the schedules in schedules/math_{cpu,cuda}.cpp.
 //
 // Elementwise kernels are 1-D (the runtime flattens dense arrays of any rank); logsumexp reduces
 // the middle dimension of x(i, r, o) (inner, axis, outer).
-#include "generators/transcendental.h"
+#include "generators/math.h"
 #include "pipelines/generator_base.h"
-#include "schedules/transcendental.h"
+#include "schedules/math.h"
 
 namespace hpipe {
 namespace {
 
 using namespace Halide;
 using alg::MathFunction;
-using alg::TranscendentalEstimates;
+using alg::MathEstimates;
 
 template <class T, MathFunction Fn>
-class ElementwiseGenerator : public Generator<ElementwiseGenerator<T, Fn>> {
+class ElementwiseGenerator : public FamilyGenerator<ElementwiseGenerator<T, Fn>, sched::MathElementwiseKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> x{"x", 1};
   GeneratorOutput<Buffer<T>> y{"y", 1};
 
   void generate() {
     auto op = alg::elementwise(x, Fn);
     y = op.y;
-    const TranscendentalEstimates e;
+    const MathEstimates e;
     x.set_estimates(e.flat());
     y.set_estimates(e.flat());
-    apply_schedule<sched::MathElementwiseKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 template <class T>
@@ -40,9 +39,8 @@ using ErfGenerator = ElementwiseGenerator<T, MathFunction::erf>;
 // Out = double with float input: partial results for a caller that combines them further (the
 // runtime's reduction along contiguous rows), without a rounding to float in between.
 template <class T, class Out = T>
-class LogSumExpGenerator : public Generator<LogSumExpGenerator<T, Out>> {
+class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out>, sched::MathLogSumExpKnobs> {
  public:
-  GeneratorParam<std::string> knobs{"knobs", ""};
   GeneratorInput<Buffer<T>> x{"x", 3};
   GeneratorOutput<Buffer<Out>> out{"out", 2};
 
@@ -50,10 +48,10 @@ class LogSumExpGenerator : public Generator<LogSumExpGenerator<T, Out>> {
     const int rows_per_chunk = sched::logsumexp_rows_per_chunk(this->get_target(), x.type());
     auto op = alg::logsumexp(x, x.dim(1).extent(), rows_per_chunk, halide_type_of<Out>());
     out = op.out;
-    const TranscendentalEstimates e;
+    const MathEstimates e;
     x.set_estimates(e.matrix());
     out.set_estimates(e.reduced());
-    apply_schedule<sched::LogSumExpKnobs>(op, this->get_target(), knobs);
+    this->schedule_with_knobs(op);
   }
 };
 

@@ -1,7 +1,7 @@
-// CPU-vector and CUDA schedules of the transcendental family (algorithms: generators/transcendental.h).
+// CPU-vector and CUDA schedules of the math family (algorithms: generators/math.h).
 #pragma once
 
-#include "generators/transcendental.h"
+#include "generators/math.h"
 #include "schedules/knobs.h"
 
 namespace hpipe::sched {
@@ -29,7 +29,7 @@ struct MathElementwiseCpuKnobs {
   bool valid() const { return vector_factor >= 1 && elements_per_task >= 64; }
 };
 
-struct LogSumExpCpuKnobs {
+struct MathLogSumExpCpuKnobs {
   int vector_factor = 4;            // vector width in multiples of the target's natural float width
   int columns_per_task = 1024;      // columns (i) one task folds over every row
 
@@ -53,7 +53,7 @@ struct MathElementwiseCudaKnobs {
   bool valid() const { return block >= 32 && block <= 1024 && elements_per_thread >= 1; }
 };
 
-struct LogSumExpCudaKnobs {
+struct MathLogSumExpCudaKnobs {
   int block = 256;      // threads of a block
   int fold_unroll = 8;  // chunks the fold unrolls (their loads and exps overlap)
 
@@ -66,10 +66,10 @@ struct LogSumExpCudaKnobs {
 };
 
 void schedule_cpu(alg::Elementwise op, const Halide::Target &t, const MathElementwiseCpuKnobs &k);
-void schedule_cpu(alg::LogSumExp op, const Halide::Target &t, const LogSumExpCpuKnobs &k);
+void schedule_cpu(alg::LogSumExp op, const Halide::Target &t, const MathLogSumExpCpuKnobs &k);
 
 void schedule_cuda(alg::Elementwise op, const Halide::Target &t, const MathElementwiseCudaKnobs &k);
-void schedule_cuda(alg::LogSumExp op, const Halide::Target &t, const LogSumExpCudaKnobs &k);
+void schedule_cuda(alg::LogSumExp op, const Halide::Target &t, const MathLogSumExpCudaKnobs &k);
 
 // The knob structs each backend reads (used by the generators and the tuner): the elementwise
 // ops and logsumexp have their own knobs (their best vector widths differ; their CUDA grids
@@ -78,9 +78,9 @@ struct MathElementwiseKnobs {
   using Cpu = MathElementwiseCpuKnobs;
   using Cuda = MathElementwiseCudaKnobs;
 };
-struct LogSumExpKnobs {
-  using Cpu = LogSumExpCpuKnobs;
-  using Cuda = LogSumExpCudaKnobs;
+struct MathLogSumExpKnobs {
+  using Cpu = MathLogSumExpCpuKnobs;
+  using Cuda = MathLogSumExpCudaKnobs;
 };
 
 }  // namespace hpipe::sched

@@ -1,7 +1,8 @@
-// What `hpipe cassi` and `hpipe recon` share: --mask, --step, --axis, --bands, the mask as a
-// stack, and the band count of the cube behind a measurement.
+// What `hpipe cassi` and `hpipe recon` share: --mask, --step, --axis, --bands, --tsa-norm, the
+// mask as a stack (also a pre-shifted one), and the band count of the cube behind a measurement.
 #pragma once
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -16,8 +17,14 @@ struct CassiArgs {
   std::string mask_name;
   Dispersion d;
   std::optional<std::int64_t> bands;
+  // The measurement is y / C * 2, as the TSA-Net/MST family of code normalises it (their
+  // gen_meas_torch: meas / nC * 2): forward writes that, the inverses undo it first.
+  bool tsa_norm = false;
   bool along_x() const { return d.axis == Axis::width; }
 };
+
+// The factor from y to the measurement as stored: 2 / C with --tsa-norm, else 1.
+inline double measurement_factor(const CassiArgs &r, std::int64_t bands) { return r.tsa_norm ? 2.0 / double(bands) : 1.0; }
 
 // --mask (required), --step, --axis x|y, --bands; `command` names the caller in messages.
 inline CassiArgs parse_cassi_args(const Context &ctx, std::string command) {
@@ -29,6 +36,7 @@ inline CassiArgs parse_cassi_args(const Context &ctx, std::string command) {
   if (axis != "x" && axis != "y") throw UsageError("--axis: expected x or y, got '" + axis + "'");
   r.d.axis = axis == "x" ? Axis::width : Axis::height;
   if (ctx.has("--bands")) r.bands = ctx.integer("--bands", 0, 1, 1 << 20);
+  r.tsa_norm = ctx.has("--tsa-norm");
   return r;
 }
 
@@ -52,6 +60,47 @@ MaskData<T> read_mask(Context &ctx, const CassiArgs &r, std::vector<Source> &&so
     throw Failure(r.mask_name + ": mask shape " + shape_string(m.stack.shape) +
                   " is neither (H, W) nor (C, H, W) (mask shape wrong)");
   return m;
+}
+
+// A per-band mask laid out as the published CASSI code's mask_3d_shift, (C, H, W + (C - 1)|S|)
+// (stored (H, W', C) in their .mat files): band c's mask already displaced by o_c, zero elsewhere.
+// hpipe's masks are unshifted, and shift_c(m_c x_c) = shift_c(m_c) shift_c(x_c): band c's window
+// of the pre-shifted mask is m_c exactly, so the mask is cropped to those windows and the
+// operators are the same. Recognised when a per-band mask spans `dispersed`, the measurement's
+// extent along the dispersion (not the cube's); a Failure when anything lies outside a window
+// (then it is not a pre-shifted mask for this step).
+template <class T>
+void recover_preshifted_mask(Context &ctx, const CassiArgs &r, MaskData<T> &m, std::int64_t dispersed) {
+  const std::int64_t s = std::abs(static_cast<std::int64_t>(r.d.step));
+  if (!m.per_band() || s == 0 || m.stack.shape[0] < 2) return;
+  const std::int64_t c = m.stack.shape[0], h = m.height(), w = m.width();
+  const std::int64_t along = r.along_x() ? w : h, spread = (c - 1) * s;
+  if (along != dispersed || along <= spread) return;
+  const std::int64_t h2 = r.along_x() ? h : h - spread, w2 = r.along_x() ? w - spread : w;
+  hpipe::AlignedVector<T> cropped(static_cast<std::size_t>(c * h2 * w2));
+  const std::int64_t lowest = std::min<std::int64_t>(0, (c - 1) * r.d.step);
+  for (std::int64_t b = 0; b < c; b++) {
+    const std::int64_t o = b * r.d.step - lowest;
+    for (std::int64_t y = 0; y < h; y++)
+      for (std::int64_t x = 0; x < w; x++) {
+        const T v = m.stack.data[static_cast<std::size_t>((b * h + y) * w + x)];
+        const std::int64_t u = r.along_x() ? x - o : y - o;  // position within band b's window
+        if (u >= 0 && u < along - spread) {
+          const std::int64_t yy = r.along_x() ? y : u, xx = r.along_x() ? u : x;
+          cropped[static_cast<std::size_t>((b * h2 + yy) * w2 + xx)] = v;
+        } else if (v != 0) {
+          throw Failure(r.mask_name + ": the per-band mask spans the measurement (" + std::to_string(h) + " x " +
+                        std::to_string(w) + ") as a pre-shifted mask (mask_3d_shift) would, but band " + std::to_string(b) +
+                        " is non-zero outside its window for step " + std::to_string(r.d.step) + " (at " +
+                        std::to_string(y) + ", " + std::to_string(x) + ")");
+        }
+      }
+  }
+  ctx.note(r.mask_name + ": a pre-shifted mask (mask_3d_shift layout): using each band's window, (" + std::to_string(c) +
+           ", " + std::to_string(h2) + ", " + std::to_string(w2) + ")");
+  ctx.summary.set("mask_preshifted", true);
+  m.stack.shape = {c, h2, w2};
+  m.stack.data = std::move(cropped);
 }
 
 inline std::string size_text(std::int64_t h, std::int64_t w) { return std::to_string(h) + " x " + std::to_string(w); }

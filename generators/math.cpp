@@ -1,4 +1,4 @@
-#include "generators/transcendental.h"
+#include "generators/math.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "generators/transcendental_coefficients.h"
+#include "generators/math_coefficients.h"
 
 namespace hpipe::alg {
 
@@ -19,7 +19,7 @@ std::vector<double> list(const T (&c)[N]) {
   return std::vector<double>(c, c + N);
 }
 
-// The float64 polynomials (tools/dev/fit_transcendental.py); float32 uses coefficients::f32_arithmetic.
+// The float64 polynomials (tools/dev/fit_math_coefficients.py); float32 uses coefficients::f32_arithmetic.
 struct Coefficients {
   std::vector<double> exp_tail, log_tail, erf_small;
   std::vector<std::vector<double>> erfcx;  // one polynomial in x - center per interval

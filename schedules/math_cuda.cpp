@@ -1,10 +1,10 @@
-// CUDA schedules of the transcendental family.
+// CUDA schedules of the math family.
 //
 // H100 80GB HBM3 (sm_80 PTX), default knobs, `hpipe_bench` median of 3 (BM_cuda_copy 2.97 TB/s):
 // logsumexp float32 10000 x 10000 axis 0 0.303 ms (PyTorch 0.951 ms), axis 1 in CUDA memory
 // 0.861 ms (PyTorch 0.953 ms), float64 axis 0 0.532 ms.
 #include "schedules/common.h"
-#include "schedules/transcendental.h"
+#include "schedules/math.h"
 
 namespace hpipe::sched {
 
@@ -39,7 +39,7 @@ void schedule_cuda(alg::Elementwise op, const Target &, const MathElementwiseCud
 // none on 10000 x 2048; unrolling a chunk's rows instead made it slower). Grid dimensions that can
 // be large are fused into x, which has no 65535 limit. (Fusing the thread dimension too makes
 // Halide size the chunk's per-thread stages for a whole row.)
-void schedule_cuda(alg::LogSumExp op, const Target &, const LogSumExpCudaKnobs &k) {
+void schedule_cuda(alg::LogSumExp op, const Target &, const MathLogSumExpCudaKnobs &k) {
   Var i = arg(op.chunk, 0), c = arg(op.chunk, 1), o = arg(op.chunk, 2);
   Var block("block"), thread("thread"), rest("rest");
   Expr columns = op.out.output_buffer().dim(0).extent();

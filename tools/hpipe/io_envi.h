@@ -1,0 +1,30 @@
+// ENVI images: a text header (.hdr) beside a raw binary file. Read: BSQ, BIL and BIP interleave,
+// data types 1 (uint8), 2 (int16, read as float32 values), 4 (float32), 5 (float64) and 12
+// (uint16), either byte order, a header offset; the wavelengths (converted to nm) are kept. The
+// result is (C, H, W) whatever the interleave. Written: BSQ, little-endian, `X.hdr` + `X.img`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "array.h"
+
+namespace hpipe::cli {
+
+// The header of `path` when it is an ENVI header, or the data file of one: X.hdr itself, or X
+// (X.img, X.raw...) beside X.hdr or X.img.hdr. Empty when there is none.
+std::string envi_header_of(const std::string &path);
+
+struct EnviImage {
+  RawArray array;                   // (C, H, W), or (H, W) for one band
+  std::vector<double> wavelengths;  // nm; empty when the header has none
+  std::string detail;               // "BIL, int16 big-endian"
+  std::string data_file;
+};
+EnviImage read_envi(const std::string &header);
+
+// `a` is (H, W) or (C, H, W).
+void write_envi(const std::string &header_path, const std::string &data_path, const RawArray &a,
+                const std::vector<double> &wavelengths);
+
+}  // namespace hpipe::cli

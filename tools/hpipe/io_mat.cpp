@@ -1,0 +1,225 @@
+#include "io_mat.h"
+
+#include <matio.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "errors.h"
+#include "file.h"
+#include "formats.h"
+
+namespace hpipe::cli {
+
+namespace {
+
+// matio reports problems through a log function; keep the last message for our own error line
+// (and keep it off stderr: one line per error).
+std::string &last_matio_message() {
+  static std::string message;
+  return message;
+}
+
+void capture_matio_log(int, char *message) { last_matio_message() = message ? message : ""; }
+
+void quiet_matio() {
+  static const bool once = [] {
+    Mat_LogInitFunc("hpipe", capture_matio_log);
+    return true;
+  }();
+  (void)once;
+}
+
+std::string matio_reason() {
+  const std::string m = last_matio_message().substr(0, last_matio_message().find('\n'));  // one line
+  return m.empty() ? "" : " (matio: " + m + ")";
+}
+
+struct MatCloser {
+  void operator()(mat_t *m) const { Mat_Close(m); }
+};
+struct VarFreer {
+  void operator()(matvar_t *v) const { Mat_VarFree(v); }
+};
+using MatFile = std::unique_ptr<mat_t, MatCloser>;
+using MatVar = std::unique_ptr<matvar_t, VarFreer>;
+
+const char *class_name(matio_classes c) {
+  switch (c) {
+    case MAT_C_EMPTY: return "empty";
+    case MAT_C_CELL: return "cell";
+    case MAT_C_STRUCT: return "struct";
+    case MAT_C_OBJECT: return "object";
+    case MAT_C_CHAR: return "char";
+    case MAT_C_SPARSE: return "sparse";
+    case MAT_C_DOUBLE: return "double";
+    case MAT_C_SINGLE: return "single";
+    case MAT_C_INT8: return "int8";
+    case MAT_C_UINT8: return "uint8";
+    case MAT_C_INT16: return "int16";
+    case MAT_C_UINT16: return "uint16";
+    case MAT_C_INT32: return "int32";
+    case MAT_C_UINT32: return "uint32";
+    case MAT_C_INT64: return "int64";
+    case MAT_C_UINT64: return "uint64";
+    case MAT_C_FUNCTION: return "function";
+    case MAT_C_OPAQUE: return "opaque";
+  }
+  return "unknown";
+}
+
+// The element type a class reads as, or nullopt for classes that are not plain real numbers.
+std::optional<DType> dtype_of(const matvar_t &v) {
+  if (v.isComplex) return std::nullopt;
+  if (v.isLogical) return DType::u8;
+  switch (v.class_type) {
+    case MAT_C_DOUBLE: return DType::f64;
+    case MAT_C_SINGLE: return DType::f32;
+    case MAT_C_UINT8: return DType::u8;
+    case MAT_C_UINT16: return DType::u16;
+    case MAT_C_INT8:
+    case MAT_C_INT16:
+    case MAT_C_INT32:
+    case MAT_C_UINT32: return DType::f64;  // exact as double
+    default: return std::nullopt;
+  }
+}
+
+std::string describe(const matvar_t &v) {
+  std::string dims;
+  for (int d = 0; d < v.rank; d++) dims += (d ? "x" : "") + std::to_string(v.dims[d]);
+  return std::string(v.isComplex ? "complex " : "") + (v.isLogical ? "logical" : class_name(v.class_type)) + " " + dims;
+}
+
+template <class S>
+void widen(const void *src, std::size_t n, double *dst) {
+  for (std::size_t i = 0; i < n; i++) {
+    S s;
+    std::memcpy(&s, static_cast<const unsigned char *>(src) + i * sizeof(S), sizeof(S));
+    dst[i] = static_cast<double>(s);
+  }
+}
+
+}  // namespace
+
+bool has_mat_magic(const std::string &path) {
+  unsigned char header[128];
+  try {
+    InputFile f(path);
+    if (f.read(header, sizeof header) != sizeof header) return false;
+  } catch (const Failure &) {
+    return false;
+  }
+  const bool text = std::memcmp(header, "MATLAB ", 7) == 0;
+  const bool endian = (header[126] == 'I' && header[127] == 'M') || (header[126] == 'M' && header[127] == 'I');
+  return text && endian;
+}
+
+RawArray read_mat(const std::string &path, const std::string &variable, std::string &detail) {
+  quiet_matio();
+  const std::int64_t file_bytes = InputFile(path).size();
+  last_matio_message().clear();
+  MatFile mat(Mat_Open(path.c_str(), MAT_ACC_RDONLY));
+  if (!mat) throw Failure(path + ": not a MATLAB v5 or v7.3 file, or corrupt" + matio_reason());
+  const mat_ft version = Mat_GetVersion(mat.get());
+  if (version == MAT_FT_MAT4) throw Failure(path + ": MATLAB v4 files are not supported (save with -v7 or -v7.3)");
+  const std::string version_name = version == MAT_FT_MAT73 ? "v7.3" : "v5";
+
+  // The variables' headers only, to choose one and to bound its size before reading its data.
+  std::vector<std::string> numeric, all;
+  MatVar chosen;
+  while (MatVar info{Mat_VarReadNextInfo(mat.get())}) {
+    if (!info->name) continue;
+    all.push_back(info->name + std::string(" (") + describe(*info) + ")");
+    const bool is_numeric = dtype_of(*info).has_value();
+    if (is_numeric) numeric.push_back(info->name);
+    if (variable.empty() ? is_numeric : variable == info->name) chosen = std::move(info);
+  }
+  auto listing = [&] {
+    std::string s;
+    for (const std::string &v : all) s += (s.empty() ? "" : ", ") + v;
+    return s;
+  };
+  if (all.empty()) throw Failure(path + ": holds no variables (empty, or truncated or corrupt)" + matio_reason());
+  if (!variable.empty() && !chosen)
+    throw Failure(path + ": has no variable '" + variable + "'; it holds: " + listing() + matio_reason());
+  if (variable.empty() && numeric.size() != 1)
+    throw Failure(path + (numeric.empty() ? ": holds no numeric array; it holds: " + listing()
+                                          : ": holds several numeric arrays; pick one as " + path + ":NAME of: " + listing()));
+  const std::optional<DType> type = dtype_of(*chosen);
+  const std::string name = chosen->name;
+  if (!type)
+    throw Failure(path + ": variable '" + name + "' is " + describe(*chosen) +
+                  ", not a real numeric array (double, single, uint8, uint16, logical, int8/16/32, uint32)");
+  Shape shape;
+  for (int d = 0; d < chosen->rank; d++) shape.push_back(static_cast<std::int64_t>(chosen->dims[d]));
+  const std::int64_t n = element_count(shape, INT64_MAX / 16);
+  const std::size_t stored_size = chosen->data_size > 0 ? static_cast<std::size_t>(chosen->data_size) : size_of(*type);
+  check_declared_size(path, "variable '" + name + "' of shape " + shape_string(shape),
+                      n < 0 ? -1 : n * static_cast<std::int64_t>(stored_size), file_bytes,
+                      version == MAT_FT_MAT73 || chosen->compression != MAT_COMPRESSION_NONE);
+  chosen.reset();
+
+  last_matio_message().clear();
+  MatVar var{Mat_VarRead(mat.get(), name.c_str())};
+  if (!var || (n > 0 && !var->data))
+    throw Failure(path + ": cannot read variable '" + name + "': truncated or corrupt" + matio_reason());
+  Shape read_shape;
+  for (int d = 0; d < var->rank; d++) read_shape.push_back(static_cast<std::int64_t>(var->dims[d]));
+  if (read_shape != shape || var->nbytes != static_cast<std::size_t>(n) * static_cast<std::size_t>(var->data_size))
+    throw Failure(path + ": variable '" + name + "' is corrupt (its data does not match its header)" + matio_reason());
+
+  // matio hands over MATLAB's column-major data: C order of the reversed shape.
+  RawArray column_major;
+  column_major.shape.assign(shape.rbegin(), shape.rend());
+  column_major.dtype = *type;
+  column_major.bytes.resize(static_cast<std::size_t>(n) * size_of(*type));
+  const std::size_t count = static_cast<std::size_t>(n);
+  double *as_double = reinterpret_cast<double *>(column_major.bytes.data());
+  switch (var->class_type) {
+    case MAT_C_INT8: widen<std::int8_t>(var->data, count, as_double); break;
+    case MAT_C_INT16: widen<std::int16_t>(var->data, count, as_double); break;
+    case MAT_C_INT32: widen<std::int32_t>(var->data, count, as_double); break;
+    case MAT_C_UINT32: widen<std::uint32_t>(var->data, count, as_double); break;
+    default:
+      if (static_cast<std::size_t>(var->data_size) != size_of(*type))
+        throw Failure(path + ": variable '" + name + "' stores " + std::to_string(var->data_size) + "-byte elements for class " +
+                      class_name(var->class_type) + " (corrupt)");
+      if (count) std::memcpy(column_major.bytes.data(), var->data, column_major.bytes.size());
+  }
+  std::vector<int> reverse;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; d--) reverse.push_back(d);
+  detail = version_name + " '" + name + "'";
+  return transpose(column_major, reverse);
+}
+
+void write_mat(const std::string &path, const std::string &variable, const RawArray &a, bool v73) {
+  quiet_matio();
+  last_matio_message().clear();
+  MatFile mat(Mat_CreateVer(path.c_str(), nullptr, v73 ? MAT_FT_MAT73 : MAT_FT_MAT5));
+  if (!mat) throw Failure(path + ": cannot create the MATLAB file" + matio_reason());
+  // MATLAB arrays have at least 2 dimensions: (n,) is written as n x 1, () as 1 x 1.
+  Shape shape = a.shape;
+  while (shape.size() < 2) shape.push_back(1);
+  std::vector<int> reverse;
+  for (int d = static_cast<int>(a.shape.size()) - 1; d >= 0; d--) reverse.push_back(d);
+  RawArray column_major = transpose(a, reverse);
+  std::vector<std::size_t> dims(shape.begin(), shape.end());
+  matio_classes cls = MAT_C_DOUBLE;
+  matio_types type = MAT_T_DOUBLE;
+  switch (a.dtype) {
+    case DType::u8: cls = MAT_C_UINT8, type = MAT_T_UINT8; break;
+    case DType::u16: cls = MAT_C_UINT16, type = MAT_T_UINT16; break;
+    case DType::f32: cls = MAT_C_SINGLE, type = MAT_T_SINGLE; break;
+    case DType::f64: break;
+  }
+  MatVar var{Mat_VarCreate(variable.c_str(), cls, type, static_cast<int>(dims.size()), dims.data(),
+                           column_major.bytes.data(), MAT_F_DONT_COPY_DATA)};
+  if (!var) throw Failure(path + ": cannot create variable '" + variable + "'" + matio_reason());
+  if (Mat_VarWrite(mat.get(), var.get(), MAT_COMPRESSION_NONE) != 0)
+    throw Failure(path + ": cannot write variable '" + variable + "'" + matio_reason());
+  if (Mat_Close(mat.release()) != 0) throw Failure(path + ": write error" + matio_reason());
+}
+
+}  // namespace hpipe::cli
