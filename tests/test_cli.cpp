@@ -6,11 +6,13 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <set>
 #include <sstream>
@@ -681,7 +683,8 @@ TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {
   fails({"synth", "-o", "s.npy", "--device", "tpu"}, 2, {"--device", "'tpu'"});
   fails({"synth", "-o", "s.npy", "--threads", "-1"}, 2, {"--threads"});
   const Result all = ok({"--help"});
-  for (const char *c : {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon", "map", "logsumexp", "preview"}) {
+  for (const char *c :
+       {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon", "map", "logsumexp", "preview", "batch"}) {
     SCOPED_TRACE(c);
     EXPECT_NE(all.out.find(std::string("  ") + c), std::string::npos);
     const Result r = ok({c, "--help"});
@@ -712,6 +715,168 @@ TEST_F(Cli, CudaDeviceRunsOrSaysWhyNot) {
     fails(args, 1, {"CUDA"});
     GTEST_SKIP() << "no usable GPU (checked the error instead): " << cuda_unavailable_reason();
   }
+}
+
+
+// ---- batch ----
+
+// Measurements of the synthetic scene at different brightnesses, one file each in meas/.
+void write_measurements(const Cli &t, int count) {
+  const std::int64_t C = 4, H = 12, W = 13;
+  const auto mask = synth_mask(H, W, 2);
+  cli::write_npy(t.path("mask.npy"), raw_of(mask));
+  fs::create_directories(t.dir / "meas");
+  for (int k = 0; k < count; k++) {
+    auto scene = synth_scene(C, H, W);
+    for (std::int64_t i = 0; i < scene.size(); i++) scene.data()[i] *= 1.0f - 0.1f * float(k);
+    const auto y = cassi_forward(View<const float, 4>(scene.data(), {1, C, H, W}), mask.view(), Dispersion{}, Options{Device::cpu});
+    RawArray ys = raw_of(y);
+    ys.shape.erase(ys.shape.begin());
+    cli::write_npy(t.path("meas/y" + std::to_string(k) + ".npy"), ys);
+  }
+}
+
+const std::vector<std::string> kReconItem = {"--mask", "mask.npy", "--iters", "3", "--tv-iters", "2", "--device", "cpu"};
+
+std::vector<std::string> batch(std::vector<std::string> args) {
+  args.insert(args.begin(), {"batch", "recon", "gap-tv"});
+  args.insert(args.end(), kReconItem.begin(), kReconItem.end());
+  return args;
+}
+
+// The names of the files in a folder (hidden ones too).
+std::set<std::string> names_in(const fs::path &dir) {
+  std::set<std::string> names;
+  for (const auto &e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+TEST_F(Cli, BatchGivesTheSingleCallsResultsAndShardsPartitionTheItems) {
+  write_measurements(*this, 5);
+  const Result all = ok(batch({"meas", "-o", "all", "--json"}));
+  for (const char *part : {"\"items\": 5", "\"selected\": 5", "\"done\": 5", "\"skipped\": 0", "\"failed\": 0", "\"items_per_s\": "})
+    EXPECT_NE(all.out.find(part), std::string::npos) << all.out << " lacks " << part;
+  const std::set<std::string> expected = {"y0.npy", "y1.npy", "y2.npy", "y3.npy", "y4.npy"};
+  ASSERT_EQ(names_in(dir / "all"), expected);
+  for (const std::string &name : expected) {
+    std::vector<std::string> single = {"recon", "gap-tv", "meas/" + name, "-o", "single_" + name};
+    single.insert(single.end(), kReconItem.begin(), kReconItem.end());
+    ok(single);
+    EXPECT_EQ(slurp(dir / "all" / name), slurp(dir / ("single_" + name))) << name;
+  }
+  // Shards 0/3, 1/3, 2/3 into one folder: items i, i+3, ...; together exactly the unsharded run.
+  for (int s = 0; s < 3; s++) {
+    const Result r = ok(batch({"meas", "-o", "sharded", "--json", "--workers", "1", "--shard", std::to_string(s) + "/3"}));
+    const std::string done = "\"done\": " + std::to_string(s < 2 ? 2 : 1);
+    EXPECT_NE(r.out.find(done), std::string::npos) << r.out;
+  }
+  ASSERT_EQ(names_in(dir / "sharded"), expected);
+  for (const std::string &name : expected) EXPECT_EQ(slurp(dir / "sharded" / name), slurp(dir / "all" / name)) << name;
+  // A Slurm array (ids counted from its first) and a Kubernetes Indexed Job pick their shard themselves.
+  setenv("SLURM_ARRAY_TASK_ID", "2", 1);
+  setenv("SLURM_ARRAY_TASK_COUNT", "3", 1);
+  setenv("SLURM_ARRAY_TASK_MIN", "1", 1);
+  ok(batch({"meas", "-o", "slurm"}));
+  for (const char *v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"}) unsetenv(v);
+  EXPECT_EQ(names_in(dir / "slurm"), (std::set<std::string>{"y1.npy", "y4.npy"}));
+  setenv("JOB_COMPLETION_INDEX", "0", 1);
+  setenv("JOB_COMPLETIONS", "3", 1);
+  ok(batch({"meas", "-o", "k8s"}));
+  unsetenv("JOB_COMPLETION_INDEX");
+  unsetenv("JOB_COMPLETIONS");
+  EXPECT_EQ(names_in(dir / "k8s"), (std::set<std::string>{"y0.npy", "y3.npy"}));
+  // A manifest: one input a line, relative to its folder.
+  spill(dir / "meas" / "some.txt", "# two of them\ny3.npy\n\n  y1.npy\n");
+  const Result listed = ok({"batch", "recon", "gap-tv", "meas/some.txt", "--mask", "mask.npy", "-o", "all", "--list"});
+  EXPECT_EQ(listed.out.rfind("complete meas/y3.npy -> all/y3.npy\ncomplete meas/y1.npy -> all/y1.npy\n", 0), 0u) << listed.out;
+  ok(batch({"meas/some.txt", "-o", "listed"}));
+  EXPECT_EQ(names_in(dir / "listed"), (std::set<std::string>{"y1.npy", "y3.npy"}));
+  EXPECT_EQ(slurp(dir / "listed" / "y3.npy"), slurp(dir / "all" / "y3.npy"));
+}
+
+TEST_F(Cli, BatchFailsOnlyTheCorruptItemAndResumesOnlyMissingOnes) {
+  write_measurements(*this, 4);
+  spill(dir / "meas" / "bad.npy", std::string("\x93NUMPY\x01\x00", 8) + "truncated");
+  const Result r = run(batch({"meas", "-o", "out", "--json"}));
+  EXPECT_EQ(r.rc, 1) << r.err;
+  for (const char *part : {"\"done\": 4", "\"failed\": 1", "\"failures\": [{\"input\": \"meas/bad.npy\"", "\"error\": \"meas/bad.npy: "})
+    EXPECT_NE(r.out.find(part), std::string::npos) << r.out << " lacks " << part;
+  EXPECT_NE(r.err.find("hpipe: warning: meas/bad.npy: "), std::string::npos) << r.err;  // the retry
+  EXPECT_NE(r.err.find("hpipe: error: meas/bad.npy: "), std::string::npos) << r.err;
+  EXPECT_EQ(names_in(dir / "out"), (std::set<std::string>{"y0.npy", "y1.npy", "y2.npy", "y3.npy"}));
+  std::map<std::string, std::string> first;
+  for (const std::string &n : names_in(dir / "out")) first[n] = slurp(dir / "out" / n);
+
+  // An interrupted run: two outputs missing, a killed writer's temporary file left behind.
+  fs::remove(dir / "out" / "y1.npy");
+  fs::remove(dir / "out" / "y2.npy");
+  spill(dir / "out" / ".y1.npy.hpipe-4242.tmp", "half");
+  fs::remove(dir / "meas" / "bad.npy");
+  const auto untouched = fs::last_write_time(dir / "out" / "y0.npy");
+  const Result again = ok(batch({"meas", "-o", "out", "--json"}));
+  for (const char *part : {"\"done\": 2", "\"skipped\": 2", "\"failed\": 0"})
+    EXPECT_NE(again.out.find(part), std::string::npos) << again.out << " lacks " << part;
+  EXPECT_EQ(names_in(dir / "out"), (std::set<std::string>{"y0.npy", "y1.npy", "y2.npy", "y3.npy"}));
+  EXPECT_EQ(fs::last_write_time(dir / "out" / "y0.npy"), untouched);
+  for (const auto &[n, bytes] : first) EXPECT_EQ(slurp(dir / "out" / n), bytes) << n;
+  // --force redoes them all.
+  EXPECT_NE(ok(batch({"meas", "-o", "out", "--json", "--force"})).out.find("\"done\": 4"), std::string::npos);
+}
+
+TEST_F(Cli, BatchStoppedMidRunLeavesOnlyWholeOutputsAndResumes) {
+  // Items of some 40 ms each on one worker.
+  const std::int64_t C = 8, H = 128, W = 128;
+  const auto mask = synth_mask(H, W, 3);
+  cli::write_npy(path("mask.npy"), raw_of(mask));
+  fs::create_directories(dir / "meas");
+  const int items = 10;
+  for (int k = 0; k < items; k++) {
+    const auto scene = synth_scene(C, H, W);
+    const auto y = cassi_forward(View<const float, 4>(scene.data(), {1, C, H, W}), mask.view(), Dispersion{}, Options{Device::cpu});
+    RawArray ys = raw_of(y);
+    ys.shape.erase(ys.shape.begin());
+    auto v = values_of<float>(ys);
+    for (float &x : v) x *= 1.0f - 0.05f * float(k);
+    cli::write_npy(path("meas/y" + std::to_string(k) + ".npy"), raw(ys.shape, v, DType::f32));
+  }
+  // SIGTERM as soon as the first output appears (the items run in order on one worker).
+  const std::string script = "cd '" + dir.string() + "' && { '" HPIPE_CLI "' batch recon gap-tv meas --mask mask.npy "
+                             "--iters 60 --tv-iters 3 --workers 1 --threads 1 -o out -q & pid=$!; n=0; "
+                             "while [ ! -e out/y0.npy ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done; "
+                             "kill -TERM $pid; wait $pid; }";
+  const int status = std::system(script.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  const std::set<std::string> kept = fs::exists(dir / "out") ? names_in(dir / "out") : std::set<std::string>{};
+  for (const std::string &n : kept) EXPECT_NE(n[0], '.') << "a temporary file was left: " << n;
+  const Result again = ok({"batch", "recon", "gap-tv", "meas", "--mask", "mask.npy", "--iters", "60", "--tv-iters", "3",
+                           "-o", "out", "--json"});
+  EXPECT_NE(again.out.find("\"skipped\": " + std::to_string(kept.size())), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("\"done\": " + std::to_string(items - int(kept.size()))), std::string::npos) << again.out;
+  ASSERT_EQ(names_in(dir / "out").size(), std::size_t(items));
+  // What the stopped run left is whole: the same bytes as a single call.
+  for (const std::string &n : kept) {
+    ok({"recon", "gap-tv", "meas/" + n, "--mask", "mask.npy", "--iters", "60", "--tv-iters", "3", "-o", "single.npy", "--force"});
+    EXPECT_EQ(slurp(dir / "out" / n), slurp(dir / "single.npy")) << n;
+  }
+  if (WEXITSTATUS(status) != 128 + SIGTERM || kept.size() == std::size_t(items))
+    GTEST_SKIP() << "the run was not stopped between items (exit status " << WEXITSTATUS(status) << ", " << kept.size()
+                 << " outputs); only the resume was checked";
+}
+
+TEST_F(Cli, BatchUsageErrorsNameTheArgument) {
+  write_measurements(*this, 2);
+  fs::create_directories(dir / "other");
+  fs::copy_file(dir / "meas" / "y0.npy", dir / "other" / "y0.npy");
+  fails({"batch", "map", "exp", "meas", "-o", "o"}, 2, {"expected cassi or recon"});
+  fails({"batch", "cassi", "pinv", "meas", "--mask", "mask.npy", "--iters", "3", "-o", "o"}, 2,
+        {"unknown option --iters for 'hpipe cassi'"});
+  fails(batch({"meas", "-o", "o", "--shard", "3/3"}), 2, {"--shard", "3/3"});
+  fails(batch({"meas", "-o", "o", "--shard", "1"}), 2, {"--shard", "expected I/N"});
+  fails(batch({"meas", "other", "-o", "o"}), 2, {"other/y0.npy and meas/y0.npy would both write o/y0.npy"});
+  fails(batch({"meas"}), 2, {"-o OUT is required"});
+  fails(batch({"meas", "-o", "o", "--lambda", "-1"}), 2, {"--lambda", "'-1'"});
+  fails(batch({"meas", "-o", "o", "--ext", "jpg"}), 2, {"--ext", "'jpg'"});
+  fails(batch({"meas", "-o", "o", "--preview", "p"}), 2, {"--preview", "the same folder"});
 }
 
 }  // namespace

@@ -201,6 +201,7 @@ Context::Context(const Command &c, const std::vector<std::string> &args) : comma
       throw UsageError(std::string(o->name) + ": expected " + o->value);
     }
     values_[o->name] = v;
+    given_.emplace_back(o, v);
   }
   quiet = has("--quiet");
   json = has("--json");

@@ -146,6 +146,9 @@ class Context {
   void note(const std::string &line) const;
   void warn(const std::string &line) const;
 
+  // The options as given, in order, with their values ("" for a flag): what `hpipe batch` passes on.
+  const std::vector<std::pair<const Option *, std::string>> &given() const { return given_; }
+
   // Every file read so far (outputs may never replace one).
   const std::vector<std::string> &input_files() const { return input_files_; }
   std::string finish_json(double total_ms) const;
@@ -154,6 +157,7 @@ class Context {
 
  private:
   std::map<std::string, std::string> values_;
+  std::vector<std::pair<const Option *, std::string>> given_;
   std::vector<std::string> input_files_;
   std::vector<Json> inputs_json_, outputs_json_;
   std::vector<std::pair<std::string, double>> times_;

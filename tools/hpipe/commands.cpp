@@ -13,6 +13,19 @@ const std::vector<Option> kCassiModel = {
     {"--bands", nullptr, "C", "band count of the cube (default: from a per-band mask or the widths)"},
     {"--tsa-norm", nullptr, nullptr, "the measurement is y / C * 2, as TSA-Net/MST code normalises it (see docs/cli.md)"}};
 
+// recon's own options, also taken by batch.
+const std::vector<Option> kReconOptions = {
+    {"--iters", nullptr, "N", "outer iterations (default 20; 0 returns A^T y)"},
+    {"--tv-weight", nullptr, "W", "TV weight, > 0: larger is smoother (default 0.1)"},
+    {"--tv-iters", nullptr, "N", "Chambolle iterations per TV step, >= 1 (default 5)"},
+    {"--vectorial", nullptr, nullptr, "band-coupled TV (slower)"},
+    {"--lambda", nullptr, "L", "step of the data term, > 0 (default 1)"},
+    {"--gamma", nullptr, "G", "ADMM only: added to Phi, >= 0 (default 0.01)"},
+    {"--no-accelerate", nullptr, nullptr, "GAP only: the plain (not accelerated) update"},
+    {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"},
+    {"--preview", nullptr, "DIR", "colour pictures: DIR/result.png; with --truth also truth, pinv, comparison"},
+    {"--wavelengths", nullptr, "LIST|START:STOP", "band centres in nm for --preview (see hpipe preview)"}};
+
 std::vector<Option> joined(std::vector<Option> a, const std::vector<Option> &b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -89,17 +102,7 @@ const std::vector<Command> &commands() {
        "their means, and the same means for the pseudo-inverse (cassi pinv) of the measurement.\n"
        "See docs/recon.md for the algorithms and what the parameters mean.",
        "hpipe recon gap-tv y.png --mask mask.png --iters 20 --truth scene/ -o x/band_%02d.png",
-       joined(kCassiModel,
-              {{"--iters", nullptr, "N", "outer iterations (default 20; 0 returns A^T y)"},
-               {"--tv-weight", nullptr, "W", "TV weight, > 0: larger is smoother (default 0.1)"},
-               {"--tv-iters", nullptr, "N", "Chambolle iterations per TV step, >= 1 (default 5)"},
-               {"--vectorial", nullptr, nullptr, "band-coupled TV (slower)"},
-               {"--lambda", nullptr, "L", "step of the data term, > 0 (default 1)"},
-               {"--gamma", nullptr, "G", "ADMM only: added to Phi, >= 0 (default 0.01)"},
-               {"--no-accelerate", nullptr, nullptr, "GAP only: the plain (not accelerated) update"},
-               {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"},
-               {"--preview", nullptr, "DIR", "colour pictures: DIR/result.png; with --truth also truth, pinv, comparison"},
-               {"--wavelengths", nullptr, "LIST|START:STOP", "band centres in nm for --preview (see hpipe preview)"}}),
+       joined(kCassiModel, kReconOptions),
        kReads | kWrites,
        run_recon},
       {"map", "exp|log|erf STACK", "Elementwise exp, log or erf of every value; the shape is kept.",
@@ -129,6 +132,19 @@ const std::vector<Command> &commands() {
         {"--force", nullptr, nullptr, "overwrite an existing picture (never an input)"}},
        kReads,
        run_preview},
+      {"batch", "cassi|recon MODE FOLDER|MANIFEST... -o OUTDIR",
+       "Run cassi or recon once per input file, outputs OUTDIR/NAME.npy; resumable, sharded, or on a Dask cluster.",
+       "The items are a folder's .png/.npy files, a glob's files, files named, or the rows of a manifest\n"
+       "(a .txt file, one path a line, relative to its folder). Each item is the subcommand on one file with\n"
+       "the options given here (see its --help); its output OUTDIR/NAME.EXT is named after its input and\n"
+       "appears only when complete, so a re-run skips finished items. A failed item is reported and retried\n"
+       "once; the others go on; the exit status is 1 when any failed. Without --shard or --scheduler the items\n"
+       "run here, --workers at once with cores / workers threads each. See docs/scale-out.md for Slurm,\n"
+       "Kubernetes and Dask.",
+       "hpipe batch recon gap-tv measurements/ --mask mask.png --iters 50 -o recon/ --shard 0/8",
+       joined(kBatchOptions, joined(kCassiModel, kReconOptions)),
+       kReads | kWrites,
+       run_batch},
   };
   return table;
 }

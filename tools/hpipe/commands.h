@@ -16,5 +16,8 @@ int run_recon(Context &ctx);
 int run_map(Context &ctx);
 int run_logsumexp(Context &ctx);
 int run_preview(Context &ctx);
+int run_batch(Context &ctx);
+
+extern const std::vector<Option> kBatchOptions;  // cmd_batch.cpp
 
 }  // namespace hpipe::cli

@@ -1,5 +1,6 @@
 #include "file.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,6 +31,14 @@ void remove_and_reraise(int sig) {
     for (std::size_t i = 0; i < g_writing->targets().size(); i++) unlink(g_writing->temporary(i).c_str());
   signal(sig, SIG_DFL);
   raise(sig);
+}
+
+// The hidden file beside `target` that process `pid` writes it to.
+std::string temporary_name(const std::string &target, const std::string &pid) {
+  const std::size_t slash = target.rfind('/');
+  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  const std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
+  return dir + "." + base + ".hpipe-" + pid + ".tmp";
 }
 
 // mkdir -p
@@ -117,13 +126,7 @@ OutputSet::OutputSet(std::vector<std::string> targets, const std::vector<std::st
     if (exists(t) && !force) throw UsageError(t + ": exists; use --force to overwrite it");
   }
   for (const std::string &t : targets_) make_folders(folder_of(t));
-  const std::string tag = ".hpipe-" + std::to_string(getpid()) + ".tmp";
-  for (const std::string &t : targets_) {
-    const std::size_t slash = t.rfind('/');
-    const std::string base = slash == std::string::npos ? t : t.substr(slash + 1);
-    const std::string dir = slash == std::string::npos ? "" : t.substr(0, slash + 1);
-    temps_.push_back(dir + "." + base + tag);
-  }
+  for (const std::string &t : targets_) temps_.push_back(temporary_name(t, std::to_string(getpid())));
   g_writing = this;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction old {};
@@ -136,6 +139,25 @@ OutputSet::~OutputSet() {
   g_writing = nullptr;
   if (!committed_)
     for (const std::string &t : temps_) std::remove(t.c_str());
+}
+
+void OutputSet::remove_leftovers(const std::string &target) {
+  // Read the folder rather than glob: its name may hold glob characters.
+  const std::string pattern = temporary_name(target, "*");
+  const std::size_t star = pattern.rfind('*'), slash = pattern.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : pattern.substr(0, slash);
+  const std::size_t name = slash + 1;  // 0 without a slash
+  const std::string head = pattern.substr(name, star - name);
+  const std::string tail = pattern.substr(star + 1);
+  DIR *d = opendir(dir.c_str());
+  if (!d) return;
+  while (const dirent *e = readdir(d)) {
+    const std::string n = e->d_name;
+    if (n.size() > head.size() + tail.size() && n.compare(0, head.size(), head) == 0 &&
+        n.compare(n.size() - tail.size(), tail.size(), tail) == 0)
+      std::remove((dir + "/" + n).c_str());
+  }
+  closedir(d);
 }
 
 void OutputSet::commit() {

@@ -60,6 +60,9 @@ class OutputSet {
   // The temporary path to write target i to.
   const std::string &temporary(std::size_t i) const { return temps_[i]; }
   void commit();
+  // Removes the temporary files that writers of `target` killed outright (SIGKILL, a lost node)
+  // left beside it; a re-run calls it before writing the target again.
+  static void remove_leftovers(const std::string &target);
 
  private:
   std::vector<std::string> targets_;
