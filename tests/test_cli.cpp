@@ -521,6 +521,53 @@ TEST_F(Cli, ReconMatchesTheApiAndReportsQuality) {
   expect_same(cli::read_npy(path("j.npy")), raw_of(reconstruct(ReconMethod::gap_tv, yb.view(), mask.view(), C, two, {}, cpu)));
 }
 
+// Issue #20: a float64 mask (NumPy's default) made the whole reconstruction float64, 2.5-3x slower,
+// without saying so. --precision chooses; -v and --json say which and why.
+TEST_F(Cli, PrecisionFollowsTheInputsUnlessChosenAndIsReported) {
+  const std::int64_t C = 3, H = 11, W = 12;
+  const Dispersion d{2, Axis::width};
+  const auto scene = synth_scene(C, H, W);
+  const auto mask32 = synth_mask(H, W, 3);
+  Array<double, 2> mask64({H, W});
+  for (std::int64_t i = 0; i < mask64.size(); i++) mask64.data()[i] = mask32.data()[i];
+  const Options cpu{Device::cpu};
+  const auto y = cassi_forward(View<const float, 4>(scene.data(), {1, C, H, W}), mask32.view(), d, cpu);
+  RawArray ys = raw_of(y);
+  ys.shape.erase(ys.shape.begin());
+  cli::write_npy(path("y.npy"), ys);
+  cli::write_npy(path("mask64.npy"), raw_of(mask64));
+  const std::vector<std::string> recon = {"recon", "gap-tv", "y.npy", "--mask", "mask64.npy", "--iters", "2",
+                                          "--device", "cpu", "--force"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = recon;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return ok(args);
+  };
+  ReconParams p;
+  p.dispersion = d;
+  p.iterations = 2;
+  // auto: float64, because of the mask; said with -v and in --json.
+  Result r = with({"-o", "auto.npy", "--json", "-v"});
+  EXPECT_NE(r.out.find("\"precision\": \"f64\", \"precision_from\": \"a float64 input\""), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("computing in float64 (a float64 input); --precision f32"), std::string::npos) << r.err;
+  EXPECT_EQ(cli::read_npy(path("auto.npy")).dtype, DType::f64);
+  // f32: the float32 API's result, bit for bit, from the same files.
+  r = with({"-o", "f32.npy", "--precision", "f32", "--json"});
+  EXPECT_NE(r.out.find("\"precision\": \"f32\", \"precision_from\": \"--precision\""), std::string::npos) << r.out;
+  RawArray e = raw_of(reconstruct(ReconMethod::gap_tv, y.view(), mask32.view(), C, p, {}, cpu));
+  e.shape.erase(e.shape.begin());
+  expect_same(cli::read_npy(path("f32.npy")), e);
+  // f64 on float32 inputs; and the help says what auto means.
+  cli::write_npy(path("scene.npy"), raw_of(scene));
+  cli::write_npy(path("mask32.npy"), raw_of(mask32));
+  r = ok({"cassi", "forward", "scene.npy", "--mask", "mask32.npy", "-o", "f.npy", "--precision", "f64", "--json",
+          "--device", "cpu"});
+  EXPECT_NE(r.out.find("\"precision\": \"f64\""), std::string::npos) << r.out;
+  EXPECT_NE(ok({"recon", "--help"}).out.find("--precision auto|f32|f64"), std::string::npos);
+  fails({"recon", "gap-tv", "y.npy", "--mask", "mask64.npy", "-o", "x.npy", "--precision", "f16"}, 2,
+        {"--precision: expected auto, f32 or f64, got 'f16'"});
+}
+
 TEST_F(Cli, ReconErrorsNameTheArgument) {
   cli::write_npy(path("y.npy"), raw({12, 14}, random_values<float>(168, 1, 0.1, 1), DType::f32));
   cli::write_npy(path("m.npy"), raw({12, 11}, random_values<float>(132, 2, 0.1, 1), DType::f32));

@@ -36,6 +36,7 @@ struct Option {
 enum Group : unsigned {
   kReads = 1,   // --raw
   kWrites = 2,  // -o, --type, --scale, --force
+  kComputes = 4,  // --precision
 };
 
 struct Command {
@@ -98,6 +99,7 @@ class Context {
   ReadOptions read;
   WriteOptions write;
   std::string output;  // -o
+  std::optional<bool> precision_f64;  // --precision f32|f64; unset: auto
   Json summary;        // the command's own fields; main adds times, bytes and the device
 
   bool has(const char *option) const;
@@ -146,6 +148,17 @@ class Context {
   void note(const std::string &line) const;
   void warn(const std::string &line) const;
 
+  // Calls f(float{}) or f(double{}): float64 with --precision f64, or with auto (the default) when an
+  // input (the mask and the taps included) is float64, which runs 2-3x slower. Says which and why
+  // (-v, and "precision" in --json).
+  template <class F>
+  int with_precision(bool float64_input, F &&f) {
+    const bool f64 = precision_f64.value_or(float64_input);
+    report_precision(f64, float64_input);
+    return f64 ? f(double{}) : f(float{});
+  }
+  void report_precision(bool f64, bool float64_input);
+
   // The options as given, in order, with their values ("" for a flag): what `hpipe batch` passes on.
   const std::vector<std::pair<const Option *, std::string>> &given() const { return given_; }
 
@@ -190,11 +203,6 @@ struct Numbers {
   }
 };
 
-// Calls f(float{}) or f(double{}): the work runs in double precision when any input is float64.
-template <class F>
-int with_precision(bool float64, F &&f) {
-  return float64 ? f(double{}) : f(float{});
-}
 
 // The command-line entry point: parses, runs, reports; returns the exit status (0, 1 or 2).
 int main(int argc, char **argv);

@@ -103,7 +103,7 @@ int run_cassi(Context &ctx) {
   std::vector<Source> inputs;
   if (!specs.empty()) inputs = ctx.read_inputs(specs, mode == "forward" ? "bands" : "measurement");
   std::vector<Source> mask = ctx.read_inputs({r.mask_name}, "mask");
-  return with_precision(any_float64(inputs) || any_float64(mask), [&](auto zero) {
+  return ctx.with_precision(any_float64(inputs) || any_float64(mask), [&](auto zero) {
     return run<decltype(zero)>(ctx, mode, r, std::move(inputs), std::move(mask));
   });
 }

@@ -86,7 +86,7 @@ int run_conv1d(Context &ctx) {
     taps.file = ctx.read_inputs({taps.name}, "taps");
   }
   std::vector<Source> inputs = ctx.read_inputs(ctx.positional, "signals");
-  return with_precision(any_float64(inputs) || taps.float64(), [&](auto zero) {
+  return ctx.with_precision(any_float64(inputs) || taps.float64(), [&](auto zero) {
     return run<decltype(zero)>(ctx, std::move(inputs), taps, from_end, axis, mode);
   });
 }

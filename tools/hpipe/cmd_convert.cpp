@@ -13,7 +13,7 @@ int run_convert(Context &ctx) {
   const DType first = sources[0].array.dtype;
   const bool same = std::all_of(sources.begin(), sources.end(), [&](const Source &s) { return s.array.dtype == first; });
   const DType keep = same ? first : f64 ? DType::f64 : DType::f32;
-  return with_precision(f64, [&](auto zero) {
+  return ctx.with_precision(f64, [&](auto zero) {
     using T = decltype(zero);
     const Stack<T> stack = ctx.stack<T>(std::move(sources));
     ctx.write_output(out, stack.shape, stack.data, keep);

@@ -58,7 +58,7 @@ int run_logsumexp(Context &ctx) {
   const std::string axis = ctx.value("--axis").value_or("band");
   const int from_end = axis_from_end(axis);
   std::vector<Source> inputs = ctx.read_inputs(ctx.positional, "x");
-  return with_precision(any_float64(inputs), [&](auto zero) {
+  return ctx.with_precision(any_float64(inputs), [&](auto zero) {
     return run<decltype(zero)>(ctx, axis, from_end, std::move(inputs));
   });
 }

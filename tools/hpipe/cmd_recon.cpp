@@ -158,7 +158,7 @@ int run_recon(Context &ctx) {
   std::vector<Source> truth;
   if (const auto t = ctx.value("--truth")) truth = ctx.read_inputs({*t}, "truth");
   const std::vector<double> truth_nm = truth.size() == 1 ? truth[0].wavelengths : std::vector<double>{};
-  return with_precision(any_float64(inputs) || any_float64(mask), [&](auto zero) {
+  return ctx.with_precision(any_float64(inputs) || any_float64(mask), [&](auto zero) {
     return run<decltype(zero)>(ctx, method, r, p, std::move(inputs), std::move(mask), std::move(truth), truth_nm);
   });
 }
