@@ -23,8 +23,7 @@ int run_info(Context &ctx) {
       lo = std::min(lo, v), hi = std::max(hi, v);
     }
     const Decoder decode(s, ctx.read);
-    const bool png = !s.path.empty() && s.array.dtype != DType::f32 && s.array.dtype != DType::f64 &&
-                     has_png_magic(s.path);
+    const bool png = s.png;
     Json j;
     j.set("path", s.path).set("format", png ? "png" : "npy").set("shape", s.array.shape).set("dtype", name(s.array.dtype));
     j.set("stored_min", lo).set("stored_max", hi).set("min", decode(lo)).set("max", decode(hi));

@@ -26,9 +26,10 @@ bool natural_less(const std::string &a, const std::string &b);
 // and folders are sorted naturally; explicit files keep their order.
 std::vector<std::string> expand_inputs(const std::vector<std::string> &specs);
 
-// One file, by its content: PNG or .npy.
+// One file, by its content: PNG or .npy. The file is opened once (a named pipe works).
 struct Source {
   std::string path;
+  bool png = false;
   RawArray array;
   std::optional<ValueRange> range;  // from a PNG written with --scale
 };
@@ -89,9 +90,19 @@ struct WriteReport {
   std::optional<ValueRange> range;     // the values mapped to the type's full range, when scaled
 };
 
-// Writes `shape`/`data` to `output`: a .npy file (the whole array), a .png (a single plane), or
-// a printf pattern with one integer conversion (one file per plane, planes counted over all
-// leading axes from 0). Every target is checked first (see OutputSet), written beside itself and
+// The files `output` names for a result of `shape`: a .npy file (the whole array), a .png (a
+// single plane), or a printf pattern with one integer conversion (one file per plane, planes
+// counted over all leading axes from 0). UsageError when the result cannot go there: not images,
+// several planes without a pattern, empty planes, a PNG wider or taller than kPngMaxSide.
+struct OutputPlan {
+  bool png = false;
+  bool pattern = false;
+  Shape plane_shape;               // of each file
+  std::vector<std::string> files;  // one per plane
+};
+OutputPlan plan_output(const std::string &output, const Shape &shape);
+
+// Writes `shape`/`data` to the files plan_output names. Every target is checked first (see OutputSet), written beside itself and
 // renamed at the end. `default_type` applies when options.type is unset.
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
