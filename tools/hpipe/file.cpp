@@ -170,8 +170,9 @@ void OutputFile::close() {
 bool same_file(const std::string &a, const std::string &b) {
   struct stat sa {}, sb {};
   if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  namespace fs = std::filesystem;
   std::error_code ignored;
-  return std::filesystem::weakly_canonical(a, ignored) == std::filesystem::weakly_canonical(b, ignored);
+  return fs::weakly_canonical(fs::absolute(a, ignored), ignored) == fs::weakly_canonical(fs::absolute(b, ignored), ignored);
 }
 
 bool exists(const std::string &path) {

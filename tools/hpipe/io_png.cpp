@@ -22,16 +22,23 @@ constexpr std::int64_t kMaxInflation = 1032;
 // destructible locals, and the message lands here.
 struct Session {
   char message[256];
+  char warning[128];  // the last one: libpng's errors alone can be vague ("Invalid IHDR data")
   const unsigned char *data;
   std::size_t size, pos;
 };
 
 void on_error(png_structp png, png_const_charp message) {
   auto *s = static_cast<Session *>(png_get_error_ptr(png));
-  std::snprintf(s->message, sizeof s->message, "%s", message);
+  if (s->warning[0])
+    std::snprintf(s->message, sizeof s->message, "%s (%s)", message, s->warning);
+  else
+    std::snprintf(s->message, sizeof s->message, "%s", message);
   png_longjmp(png, 1);
 }
-void on_warning(png_structp, png_const_charp) {}
+void on_warning(png_structp png, png_const_charp message) {
+  auto *s = static_cast<Session *>(png_get_error_ptr(png));
+  std::snprintf(s->warning, sizeof s->warning, "%s", message);
+}
 
 void read_memory(png_structp png, png_bytep out, png_size_t n) {
   auto *s = static_cast<Session *>(png_get_io_ptr(png));
