@@ -97,7 +97,7 @@ RawArray raw(const std::vector<std::int64_t> &shape, const std::vector<S> &value
   a.shape = shape;
   a.dtype = type;
   a.bytes.resize(values.size() * sizeof(S));
-  std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+  if (!values.empty()) std::memcpy(a.bytes.data(), values.data(), a.bytes.size());  // memcpy takes no null
   return a;
 }
 
@@ -124,7 +124,7 @@ std::vector<S> random_integers(std::size_t n, std::uint32_t seed, unsigned top) 
 template <class T>
 std::vector<T> values_of(const RawArray &a) {
   std::vector<T> v(static_cast<std::size_t>(a.size()));
-  std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
+  if (!v.empty()) std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
   return v;
 }
 
