@@ -5,7 +5,7 @@ PREFIX   ?= $(CURDIR)/$(BUILD)/install
 JOBS     ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test bench install demo clean
+.PHONY: all deps configure build test test-sanitize fuzz bench install demo clean
 
 all: build
 
@@ -23,6 +23,41 @@ build: deps configure
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The suite under AddressSanitizer (leaks included) and UndefinedBehaviorSanitizer, CUDA off, in
+# its own build folder; any report fails the test that caused it. The Halide kernels are generated
+# code and not instrumented, so one CPU variant is built (AVX2, as every CI runner has), and the
+# suite's runs on other variants are left out, as are the two builds that link the instrumented
+# static libraries into an uninstrumented project (downstream_build, tune_bundle). The generators
+# run at build time under detect_leaks=0: they are Halide's compiler, whose allocations at exit are
+# not hpipe's (they are instrumented all the same: UB in a generator fails the build).
+SANITIZE_BUILD ?= build-sanitize
+SANITIZE_FLAGS  = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g1
+test-sanitize: deps
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DHPIPE_CUDA=OFF -DHPIPE_BUILD_BENCH=OFF \
+	  -DHPIPE_CPU_TARGETS=x86-64-linux-avx-avx2-f16c-fma-sse41-user_context \
+	  "-DCMAKE_CXX_FLAGS=$(SANITIZE_FLAGS)" "-DCMAKE_C_FLAGS=$(SANITIZE_FLAGS)" \
+	  "-DCMAKE_EXE_LINKER_FLAGS=$(SANITIZE_FLAGS)" $(CMAKE_ARGS)
+	ASAN_OPTIONS=detect_leaks=0 cmake --build $(SANITIZE_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(SANITIZE_BUILD) --output-on-failure -j $(JOBS) -E '_on_(avx2|sse41)$$|^downstream_build|^tune_bundle$$'
+
+# libFuzzer on each file reader (tests/fuzz/fuzz_*.cpp) for FUZZ_SECONDS each, starting from its
+# corpus in tests/fuzz/corpus/; needs clang (Debian: apt-get install clang). New inputs that grow
+# coverage land in $(FUZZ_BUILD)/corpus/, crashes in $(FUZZ_BUILD)/ (add the input of a fixed crash
+# to tests/fuzz/corpus/ so that ctest replays it).
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_READERS  = $(patsubst tests/fuzz/fuzz_%.cpp,%,$(wildcard tests/fuzz/fuzz_*.cpp))
+fuzz:
+	@command -v clang++ >/dev/null || { echo "make fuzz needs clang's libFuzzer: sudo apt-get install -y clang" >&2; exit 1; }
+	cmake -S tests/fuzz -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+	cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	for r in $(FUZZ_READERS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$r && \
+	  $(FUZZ_BUILD)/fuzz_$$r -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -artifact_prefix=$(FUZZ_BUILD)/$$r- \
+	    $(FUZZ_BUILD)/corpus/$$r tests/fuzz/corpus/$$r || exit 1; \
+	done
 
 # Benchmarks: ratios to BM_stream_copy (same run) are printed at the end; JSON in $(BUILD)/bench.json.
 bench: build

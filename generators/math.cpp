@@ -82,7 +82,10 @@ struct Format {
   Expr bits(const Expr &v) const { return reinterpret(i, v); }
   Expr value(const Expr &b) const { return reinterpret(t, b); }
   Expr pow2(const Expr &k) const { return value((k + n(bias)) << mantissa); }  // normal 2^k
-  Expr is_nan(const Expr &v) const { return (bits(v) & n((std::int64_t(1) << (i.bits() - 1)) - 1)) > n(inf_bits); }
+  // The magnitude bits, all but the sign (computed unsigned: 2^63 - 1 as int64 overflows).
+  Expr is_nan(const Expr &v) const {
+    return (bits(v) & n(std::int64_t((std::uint64_t(1) << (i.bits() - 1)) - 1))) > n(inf_bits);
+  }
 };
 const Format kDouble{Float(64), Int(64), 52, 1023, 800.0, kLn2Hi, kLn2Lo, kInfBits};
 // ln 2 to 15 bits (k * ln2_hi is exact for |k| < 2^9; |k| <= 159 here) and the rest in float.

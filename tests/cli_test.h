@@ -48,8 +48,9 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir); }
 
-  Result run(const std::vector<std::string> &args) const {
-    std::string cmd = "cd '" + dir.string() + "' && '" HPIPE_CLI "'";
+  // `before`: shell words put in front of the binary (e.g. "timeout 30").
+  Result run(const std::vector<std::string> &args, const std::string &before = "") const {
+    std::string cmd = "cd '" + dir.string() + "' && " + before + " '" HPIPE_CLI "'";
     for (const std::string &a : args) cmd += " '" + a + "'";
     cmd += " > .stdout 2> .stderr";
     const int status = std::system(cmd.c_str());
@@ -59,8 +60,8 @@ class Cli : public ::testing::Test {
     return r;
   }
   // Runs a command that must succeed.
-  Result ok(const std::vector<std::string> &args) const {
-    Result r = run(args);
+  Result ok(const std::vector<std::string> &args, const std::string &before = "") const {
+    Result r = run(args, before);
     EXPECT_EQ(r.rc, 0) << r.err;
     return r;
   }
@@ -90,7 +91,7 @@ RawArray raw(const std::vector<std::int64_t> &shape, const std::vector<S> &value
   a.shape = shape;
   a.dtype = type;
   a.bytes.resize(values.size() * sizeof(S));
-  std::memcpy(a.bytes.data(), values.data(), a.bytes.size());
+  if (!values.empty()) std::memcpy(a.bytes.data(), values.data(), a.bytes.size());  // memcpy takes no null
   return a;
 }
 
@@ -117,7 +118,7 @@ std::vector<S> random_integers(std::size_t n, std::uint32_t seed, unsigned top) 
 template <class T>
 std::vector<T> values_of(const RawArray &a) {
   std::vector<T> v(static_cast<std::size_t>(a.size()));
-  std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
+  if (!v.empty()) std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
   return v;
 }
 

@@ -2,7 +2,9 @@
 // folder; its files are read back with the tool's own readers and compared with the C++ API.
 #include <gtest/gtest.h>
 #include <png.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -717,6 +719,130 @@ TEST_F(Cli, BadNpyFilesFailCleanly) {
     SCOPED_TRACE(file);
     fails({"convert", file, "-o", "out.png"}, 1, {file + ": ", what});
   }
+}
+
+// ---- hostile inputs and unsafe outputs (issue 15) ----
+
+// A PNG with the given IHDR, rows (each with its filter byte) and chunks before IDAT.
+std::string png_file(std::uint32_t width, std::uint32_t height, int depth, int colour, const std::string &rows,
+                     const std::string &before_idat = "") {
+  std::string ihdr;
+  for (std::uint32_t v : {width, height})
+    for (int s = 24; s >= 0; s -= 8) ihdr += char((v >> s) & 0xff);
+  ihdr += {char(depth), char(colour), 0, 0, 0};
+  uLongf packed_size = compressBound(rows.size());
+  std::string packed(packed_size, '\0');
+  EXPECT_EQ(compress(reinterpret_cast<Bytef *>(packed.data()), &packed_size, reinterpret_cast<const Bytef *>(rows.data()),
+                     rows.size()), Z_OK);
+  packed.resize(packed_size);
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + before_idat + chunk("IDAT", packed) + chunk("IEND", "");
+}
+
+// libpng allocated and zeroed the 2 GB a 44-byte file's tEXt chunk declared.
+TEST_F(Cli, PngChunkLongerThanTheFileIsRefusedBeforeAnyAllocation) {
+  std::string ihdr = png_file(1, 1, 8, 0, std::string(2, '\0')).substr(8, 25);
+  spill(dir / "text.png", std::string("\x89PNG\r\n\x1a\n", 8) + ihdr + std::string("\x7f\xff\xff\xff", 4) + "tEXta\0b");
+  fails({"info", "text.png"}, 1, {"text.png: corrupt PNG: chunk 'tEXt' declares 2147483647 bytes, but only 0 follow it"});
+  // Chunks hpipe has no use for are skipped, the hpipe-scale text still counts.
+  const std::string scale = chunk("zTXt", std::string("Comment\0\0", 9) + "\x78\x9c\x03\x00\x00\x00\x00\x01") +
+                            chunk("tEXt", std::string("hpipe-scale\0", 12) + "-2 2");
+  spill(dir / "scaled.png", png_file(2, 1, 8, 0, std::string("\0\0\xff", 3), scale));
+  ok({"convert", "scaled.png", "-o", "scaled.npy", "--type", "f64"});
+  EXPECT_EQ(values_of<double>(cli::read_npy(path("scaled.npy"))), (std::vector<double>{-2, 2}));
+}
+
+TEST_F(Cli, PngScaleMustBeFiniteAndOrdered) {
+  for (const std::string text : {"-inf inf", "nan 1", "0 inf", "3 3"}) {
+    SCOPED_TRACE(text);
+    spill(dir / "s.png", png_file(1, 1, 8, 0, std::string("\0\7", 2), chunk("tEXt", "hpipe-scale" + std::string(1, '\0') + text)));
+    fails({"convert", "s.png", "-o", "s.npy"}, 1, {"s.png: corrupt PNG: its hpipe-scale text", "finite numbers with MIN < MAX"});
+  }
+}
+
+// Every width hpipe reads it also writes (libpng's default write limit was 10^6); beyond, the error
+// names the user's output, not its temporary file.
+TEST_F(Cli, PngReadAndWriteLimitsAgree) {
+  const std::int64_t widest = cli::kPngMaxSide;
+  std::string row(1 + std::size_t(widest), '\0');
+  for (std::size_t i = 1; i < row.size(); i++) row[i] = char(i * 7);
+  spill(dir / "wide.png", png_file(std::uint32_t(widest), 1, 8, 0, row));
+  ok({"convert", "wide.png", "-o", "again.png"});
+  EXPECT_EQ(values_of<std::uint8_t>(cli::read_png(path("again.png")).array),
+            std::vector<std::uint8_t>(row.begin() + 1, row.end()));
+  cli::write_npy(path("wider.npy"), raw({1, widest + 1}, std::vector<std::uint8_t>(std::size_t(widest + 1), 1), DType::u8));
+  fails({"convert", "wider.npy", "-o", "out.png"}, 2, {"out.png: images of 1 x 1048577 pixels", "1048576 per side"});
+  spill(dir / "wider.png", png_file(std::uint32_t(widest + 1), 1, 8, 0, std::string(std::size_t(widest + 2), '\0')));
+  fails({"info", "wider.png"}, 1, {"wider.png: corrupt PNG: Invalid IHDR data (Image width exceeds user limit"});
+}
+
+// A 128-byte .npy of shape (10^9, 0, 0) made a plane pattern name 10^9 files.
+TEST_F(Cli, EmptyPlanesAreRefusedBeforeNamingFiles) {
+  cli::write_npy(path("z.npy"), raw({1000000000, 0, 0}, std::vector<float>{}, DType::f32));
+  EXPECT_EQ(fs::file_size(dir / "z.npy"), 128u);
+  fails({"convert", "z.npy", "-o", "d/b_%d.png"}, 2, {"d/b_%d.png: the result has shape (1000000000, 0, 0)", "empty"});
+  fails({"convert", "z.npy", "-o", "d/b_%d.npy"}, 2, {"its images are empty", "write it to a .npy file"});
+  ok({"convert", "z.npy", "-o", "same.npy"});
+  EXPECT_EQ(slurp(dir / "same.npy"), slurp(dir / "z.npy"));
+}
+
+// NumPy reads the header as a Python dict: a key given twice counts with its last value.
+TEST_F(Cli, NpyDuplicateKeysTakeTheLastValueAsNumPyDoes) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'descr': '<f8', }";
+  header.append(128 - 10 - header.size() - 1, ' ');
+  header += '\n';
+  const double quarter = 0.25;
+  spill(dir / "dup.npy", std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
+                             std::string(reinterpret_cast<const char *>(&quarter), 8));
+  ok({"convert", "dup.npy", "-o", "out.npy"});
+  const RawArray a = cli::read_npy(path("out.npy"));
+  EXPECT_EQ(a.dtype, DType::f64);
+  EXPECT_EQ(values_of<double>(a), std::vector<double>{0.25});
+}
+
+TEST_F(Cli, SynthRefusesAMaskOnItsOwnOutput) {
+  fails({"synth", "-o", "s.npy", "--mask", "s.npy", "--bands", "2", "--height", "3", "--width", "4"}, 2,
+        {"--mask s.npy: names the file s.npy that -o s.npy writes"});
+  fails({"synth", "-o", "b_%d.npy", "--mask", "./b_1.npy", "--bands", "2", "--height", "3", "--width", "4"}, 2,
+        {"--mask ./b_1.npy", "b_1.npy"});
+  fails({"synth", "-o", "b_%d.npy", "--mask", "b_1.npy", "--bands", "2", "--height", "3", "--width", "4"}, 2,
+        {"--mask b_1.npy", "-o b_%d.npy"});
+}
+
+// Each input is opened once: a named pipe used to hang (opened to sniff its format, then again).
+TEST_F(Cli, NamedPipesAreReadOnce) {
+  const RawArray a = raw({2, 3}, random_values<float>(6, 4, -1, 1), DType::f32);
+  cli::write_npy(path("a.npy"), a);
+  const RawArray g = raw({3, 2}, random_integers<std::uint8_t>(6, 5, 255), DType::u8);
+  cli::write_png(path("g.png"), g, std::nullopt);
+  for (const std::string source : {"a.npy", "g.png"}) {
+    SCOPED_TRACE(source);
+    ASSERT_EQ(mkfifo(path("pipe").c_str(), 0600), 0);
+    ok({"convert", "pipe", "-o", "out.npy", "--force"}, "(cat " + source + " > pipe &) && timeout 60");
+    expect_same(cli::read_npy(path("out.npy")), source == "a.npy" ? a : g);
+    EXPECT_NE(ok({"info", "pipe"}, "(cat " + source + " > pipe &) && timeout 60").out.find(source == "a.npy" ? "NPY" : "PNG"),
+              std::string::npos);
+    fs::remove(dir / "pipe");
+  }
+}
+
+// A killed hpipe leaves .NAME.hpipe-PID.tmp behind; the next write to that folder removes those
+// whose process is gone, and nothing else.
+TEST_F(Cli, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
+  cli::write_npy(path("a.npy"), raw({1, 2}, std::vector<float>{1, 2}, DType::f32));
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  fs::create_directory(dir / "out");
+  const std::string stale = ".b.npy.hpipe-" + std::to_string(dead) + ".tmp";
+  const std::string live = ".c.npy.hpipe-" + std::to_string(getpid()) + ".tmp";  // this test: running
+  for (const std::string name : {stale, live, std::string(".d.npy.hpipe-notes.tmp"), std::string("e.hpipe-1.tmp")})
+    spill(dir / "out" / name, "partial");
+  ok({"convert", "a.npy", "-o", "out/b.npy"});
+  EXPECT_FALSE(fs::exists(dir / "out" / stale));
+  EXPECT_TRUE(fs::exists(dir / "out" / live) && fs::exists(dir / "out/.d.npy.hpipe-notes.tmp") &&
+              fs::exists(dir / "out/e.hpipe-1.tmp"));
+  EXPECT_TRUE(fs::exists(dir / "out/b.npy"));
 }
 
 // ---- usage ----

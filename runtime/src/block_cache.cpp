@@ -1,9 +1,9 @@
 #include "block_cache.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-#include <vector>
 
 #include "HalideRuntime.h"
 
@@ -21,29 +21,39 @@ struct Block {
   void *base;        // what aligned_alloc returned
 };
 
+// The free blocks, oldest first, in storage that is never destroyed: a std::vector here would be
+// freed by the static destructors at exit, and LeakSanitizer then reports every cached block as
+// leaked; from this array they stay reachable until the process ends.
 std::mutex mutex;
-std::vector<Block> cached;  // free blocks, oldest first
+Block cached[kCacheBlocks];
+std::size_t cached_count = 0;
 std::size_t cached_bytes = 0;
+
+void remove_cached(std::size_t i) {
+  cached_bytes -= cached[i].size;
+  std::copy(cached + i + 1, cached + cached_count, cached + i);
+  cached_count--;
+}
 
 // The usable bytes live kAlignment bytes after the start; the header in front holds the size.
 void *user_pointer(void *base) { return static_cast<char *>(base) + kAlignment; }
 Block &header(void *user) { return *reinterpret_cast<Block *>(static_cast<char *>(user) - kAlignment); }
 
 void *cached_malloc(void *, std::size_t size) {
+  if (size > SIZE_MAX - 2 * kAlignment) return nullptr;  // the rounding below would wrap
   const std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded >= kLarge) {
     std::lock_guard<std::mutex> lock(mutex);
     // The smallest cached block that fits without wasting more than its own size.
-    std::size_t best = cached.size();
-    for (std::size_t i = 0; i < cached.size(); i++)
+    std::size_t best = cached_count;
+    for (std::size_t i = 0; i < cached_count; i++)
       if (cached[i].size >= rounded && cached[i].size <= 2 * rounded &&
-          (best == cached.size() || cached[i].size < cached[best].size))
+          (best == cached_count || cached[i].size < cached[best].size))
         best = i;
-    if (best != cached.size()) {
-      const Block b = cached[best];
-      cached.erase(cached.begin() + static_cast<std::ptrdiff_t>(best));
-      cached_bytes -= b.size;
-      return user_pointer(b.base);
+    if (best != cached_count) {
+      void *base = cached[best].base;
+      remove_cached(best);
+      return user_pointer(base);
     }
   }
   void *base = std::aligned_alloc(kAlignment, rounded + kAlignment);
@@ -57,13 +67,12 @@ void cached_free(void *, void *user) {
   const Block b = header(user);
   if (b.size >= kLarge && b.size <= kCacheLimit) {
     std::lock_guard<std::mutex> lock(mutex);
-    cached.push_back(b);
-    cached_bytes += b.size;
-    while (cached_bytes > kCacheLimit || cached.size() > kCacheBlocks) {
-      cached_bytes -= cached.front().size;
-      std::free(cached.front().base);
-      cached.erase(cached.begin());
+    while (cached_count > 0 && (cached_bytes + b.size > kCacheLimit || cached_count == kCacheBlocks)) {
+      std::free(cached[0].base);
+      remove_cached(0);
     }
+    cached[cached_count++] = b;
+    cached_bytes += b.size;
     return;
   }
   std::free(b.base);

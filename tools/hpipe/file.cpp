@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <set>
 
 #include "errors.h"
@@ -33,20 +36,60 @@ void remove_and_reraise(int sig) {
   raise(sig);
 }
 
-// The hidden file beside `target` that process `pid` writes it to.
-std::string temporary_name(const std::string &target, const std::string &pid) {
-  const std::size_t slash = target.rfind('/');
-  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
-  const std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
-  return dir + "." + base + ".hpipe-" + pid + ".tmp";
-}
-
 // mkdir -p
 void make_folders(const std::string &dir) {
   if (dir.empty() || is_directory(dir)) return;
   make_folders(folder_of(dir));
   if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
     throw Failure(dir + ": cannot create the output folder: " + system_error());
+}
+
+const char kTempTag[] = ".hpipe-";  // a temporary file is .NAME.hpipe-PID.tmp
+const char kTempEnd[] = ".tmp";
+
+// The hidden file beside `target` that process `pid` writes it to.
+std::string temporary_name(const std::string &target, pid_t pid) {
+  const std::size_t slash = target.rfind('/');
+  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
+  const std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
+  return dir + "." + base + kTempTag + std::to_string(pid) + kTempEnd;
+}
+
+// The PID in a temporary file's name, or 0 when the name is not one.
+pid_t temporary_owner(const std::string &name) {
+  const std::size_t end = name.size() - std::min(name.size(), sizeof kTempEnd - 1);
+  const std::size_t tag = name.rfind(kTempTag);
+  if (name[0] != '.' || tag == std::string::npos || name.compare(end, std::string::npos, kTempEnd) != 0) return 0;
+  const std::size_t digits = tag + sizeof kTempTag - 1;
+  if (digits >= end || digits + 9 < end) return 0;
+  pid_t pid = 0;
+  for (std::size_t i = digits; i < end; i++) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid;
+}
+
+// Removes the temporary files (.NAME.hpipe-PID.tmp) in folder `dir` for which stale(file name, PID)
+// holds.
+template <class Stale>
+void remove_temporaries(const std::string &dir, Stale stale) {
+  std::unique_ptr<DIR, int (*)(DIR *)> d(opendir(dir.c_str()), &closedir);
+  if (!d) return;
+  while (const dirent *e = readdir(d.get())) {
+    const pid_t pid = temporary_owner(e->d_name);
+    if (pid > 0 && stale(std::string(e->d_name), pid)) unlink((dir + "/" + e->d_name).c_str());
+  }
+}
+
+// Removes the temporary files in `dir` whose hpipe no longer runs (killed with SIGKILL, or by a
+// crash, it could not remove them). A PID on this machine says nothing of a process elsewhere, so
+// a folder shared between machines may lose another machine's temporary file; its rename then
+// fails with a clear error and that command can be rerun.
+void remove_stale_temporaries(const std::string &dir) {
+  remove_temporaries(dir, [](const std::string &, pid_t pid) {
+    return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
+  });
 }
 
 }  // namespace
@@ -57,7 +100,34 @@ InputFile::InputFile(const std::string &path) : path_(path) {
   if (!file_) throw Failure(path + ": cannot open: " + system_error());
   struct stat st {};
   if (fstat(fileno(file_), &st) != 0) throw Failure(path + ": cannot stat: " + system_error());
-  size_ = st.st_size;
+  if (S_ISREG(st.st_mode)) {
+    size_ = st.st_size;
+    return;
+  }
+  // A pipe can be read only once, and says nothing of its size: keep what it holds, up to the
+  // machine's memory (which /dev/zero, say, would otherwise exhaust).
+  const std::int64_t limit = std::int64_t(sysconf(_SC_PHYS_PAGES)) * std::int64_t(sysconf(_SC_PAGESIZE));
+  unsigned char chunk[1 << 16];
+  while (const std::size_t got = read(chunk, sizeof chunk)) {
+    if (std::int64_t(memory_.size() + got) > limit)
+      throw Failure(path + ": holds more than this machine's " + std::to_string(limit >> 20) + " MiB of memory");
+    memory_.insert(memory_.end(), chunk, chunk + got);
+  }
+  std::fclose(file_);
+  file_ = nullptr;
+  open_memory();
+}
+
+InputFile::InputFile(std::string path, std::vector<unsigned char> bytes) : path_(std::move(path)), memory_(std::move(bytes)) {
+  open_memory();
+}
+
+void InputFile::open_memory() {
+  in_memory_ = true;
+  size_ = static_cast<std::int64_t>(memory_.size());
+  if (memory_.empty()) return;  // nothing to read; read() returns 0
+  file_ = fmemopen(memory_.data(), memory_.size(), "rb");
+  if (!file_) throw Failure(path_ + ": cannot read: " + system_error());
 }
 
 InputFile::~InputFile() {
@@ -65,20 +135,27 @@ InputFile::~InputFile() {
 }
 
 std::size_t InputFile::read(void *data, std::size_t bytes) {
+  if (!file_ || bytes == 0) return 0;
   const std::size_t got = std::fread(data, 1, bytes, file_);
   if (got < bytes && std::ferror(file_)) throw Failure(path_ + ": read error: " + system_error());
   return got;
 }
 
+void InputFile::rewind() {
+  if (file_ && std::fseek(file_, 0, SEEK_SET) != 0) throw Failure(path_ + ": cannot seek: " + system_error());
+}
+
 std::vector<unsigned char> InputFile::read_all() {
+  rewind();
   std::vector<unsigned char> bytes(static_cast<std::size_t>(size_));
   if (read(bytes.data(), bytes.size()) != bytes.size()) throw Failure(path_ + ": file shrank while being read");
   return bytes;
 }
 
-OutputFile::OutputFile(const std::string &path) : path_(path) {
+OutputFile::OutputFile(const std::string &path, const std::string &target)
+    : target_(target.empty() ? path : target) {
   file_ = std::fopen(path.c_str(), "wb");
-  if (!file_) throw Failure(path + ": cannot create: " + system_error());
+  if (!file_) throw Failure(target_ + ": cannot create: " + system_error());
 }
 
 OutputFile::~OutputFile() {
@@ -86,7 +163,7 @@ OutputFile::~OutputFile() {
 }
 
 void OutputFile::write(const void *data, std::size_t bytes) {
-  if (bytes && std::fwrite(data, 1, bytes, file_) != bytes) throw Failure(path_ + ": write error: " + system_error());
+  if (bytes && std::fwrite(data, 1, bytes, file_) != bytes) throw Failure(target_ + ": write error: " + system_error());
 }
 
 void OutputFile::close() {
@@ -95,14 +172,17 @@ void OutputFile::close() {
   if (std::fflush(f) != 0 || std::ferror(f)) {
     const std::string why = system_error();
     std::fclose(f);
-    throw Failure(path_ + ": write error: " + why);
+    throw Failure(target_ + ": write error: " + why);
   }
-  if (std::fclose(f) != 0) throw Failure(path_ + ": write error: " + system_error());
+  if (std::fclose(f) != 0) throw Failure(target_ + ": write error: " + system_error());
 }
 
 bool same_file(const std::string &a, const std::string &b) {
   struct stat sa {}, sb {};
-  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  namespace fs = std::filesystem;
+  std::error_code ignored;
+  return fs::weakly_canonical(fs::absolute(a, ignored), ignored) == fs::weakly_canonical(fs::absolute(b, ignored), ignored);
 }
 
 bool exists(const std::string &path) {
@@ -125,8 +205,13 @@ OutputSet::OutputSet(std::vector<std::string> targets, const std::vector<std::st
     if (is_directory(t)) throw UsageError(t + ": is a directory; expected an output file name");
     if (exists(t) && !force) throw UsageError(t + ": exists; use --force to overwrite it");
   }
-  for (const std::string &t : targets_) make_folders(folder_of(t));
-  for (const std::string &t : targets_) temps_.push_back(temporary_name(t, std::to_string(getpid())));
+  std::set<std::string> folders;
+  for (const std::string &t : targets_) folders.insert(folder_of(t));
+  for (const std::string &f : folders) {
+    make_folders(f);
+    remove_stale_temporaries(f);
+  }
+  for (const std::string &t : targets_) temps_.push_back(temporary_name(t, getpid()));
   g_writing = this;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction old {};
@@ -142,22 +227,10 @@ OutputSet::~OutputSet() {
 }
 
 void OutputSet::remove_leftovers(const std::string &target) {
-  // Read the folder rather than glob: its name may hold glob characters.
-  const std::string pattern = temporary_name(target, "*");
-  const std::size_t star = pattern.rfind('*'), slash = pattern.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : pattern.substr(0, slash);
-  const std::size_t name = slash + 1;  // 0 without a slash
-  const std::string head = pattern.substr(name, star - name);
-  const std::string tail = pattern.substr(star + 1);
-  DIR *d = opendir(dir.c_str());
-  if (!d) return;
-  while (const dirent *e = readdir(d)) {
-    const std::string n = e->d_name;
-    if (n.size() > head.size() + tail.size() && n.compare(0, head.size(), head) == 0 &&
-        n.compare(n.size() - tail.size(), tail.size(), tail) == 0)
-      std::remove((dir + "/" + n).c_str());
-  }
-  closedir(d);
+  const std::string base = target.substr(target.rfind('/') + 1);  // npos + 1 == 0
+  remove_temporaries(folder_of(target), [&](const std::string &name, pid_t pid) {
+    return name == temporary_name(base, pid);
+  });
 }
 
 void OutputSet::commit() {

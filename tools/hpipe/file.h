@@ -8,19 +8,31 @@
 
 namespace hpipe::cli {
 
-// A file opened for reading; a Failure names the path when it cannot be opened.
+// A file opened for reading, once: a pipe or device (anything not a regular file) is read whole
+// into memory when opened, so that its size is known and it can be read again from the start. A
+// Failure names the path when it cannot be opened or read.
 class InputFile {
  public:
   explicit InputFile(const std::string &path);
+  // Bytes already in memory, named `path` in errors (the fuzz harnesses).
+  InputFile(std::string path, std::vector<unsigned char> bytes);
   ~InputFile();
   InputFile(const InputFile &) = delete;
   InputFile &operator=(const InputFile &) = delete;
+  const std::string &path() const { return path_; }
   std::int64_t size() const { return size_; }
   std::size_t read(void *data, std::size_t bytes);  // bytes actually read
-  std::vector<unsigned char> read_all();
+  void rewind();
+  std::vector<unsigned char> read_all();  // the whole file, from the start
+  // Whether the contents are in memory (a pipe's, or given): readers that open files by path
+  // themselves (matio, libhdf5, libtiff) cannot read them.
+  bool in_memory() const { return in_memory_; }
 
  private:
+  void open_memory();
   std::string path_;
+  std::vector<unsigned char> memory_;  // a pipe's or device's contents
+  bool in_memory_ = false;
   FILE *file_ = nullptr;
   std::int64_t size_ = 0;
 };
@@ -28,7 +40,9 @@ class InputFile {
 // A file opened for writing; every write is checked, close() reports a full disk.
 class OutputFile {
  public:
-  explicit OutputFile(const std::string &path);
+  // Writes `path`; errors name `target` (the file the user asked for; `path` may be its temporary).
+  explicit OutputFile(const std::string &path, const std::string &target = "");
+  const std::string &target() const { return target_; }
   ~OutputFile();
   OutputFile(const OutputFile &) = delete;
   OutputFile &operator=(const OutputFile &) = delete;
@@ -37,17 +51,20 @@ class OutputFile {
   void close();
 
  private:
-  std::string path_;
+  std::string target_;
   FILE *file_ = nullptr;
 };
 
-// Whether two paths name the same existing file.
+// Whether two paths name the same file: one that exists, or one to be (the same path once "." and
+// ".." and symbolic links are resolved).
 bool same_file(const std::string &a, const std::string &b);
 bool exists(const std::string &path);
 bool is_directory(const std::string &path);
 
-// The outputs of one command: each is written to a temporary file beside its target and renamed
-// onto it only by commit(), after all were written; destroyed uncommitted, it removes them.
+// The outputs of one command: each is written to a temporary file beside its target
+// (.NAME.hpipe-PID.tmp) and renamed onto it only by commit(), after all were written; destroyed
+// uncommitted, it removes them. Temporary files that a killed hpipe left in the target folders
+// (their PID no longer runs) are removed first.
 class OutputSet {
  public:
   // Checks `targets` up front: none may be an input (always refused), exist unless `force`, or

@@ -1,9 +1,6 @@
 #include "io_npy.h"
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <memory>
 
 #include "errors.h"
 #include "file.h"
@@ -20,9 +17,10 @@ const char kMagic[] = "\x93NUMPY";  // 6 bytes
   throw Failure(path + ": not a valid .npy file: " + what);
 }
 
-// The value text after 'key': in a header dict, or "" when the key is missing.
+// The value text after 'key': in a header dict (its last, as in a Python dict), or "" when the key
+// is missing.
 std::string value_of(const std::string &header, const std::string &key) {
-  const std::size_t k = header.find("'" + key + "'");
+  const std::size_t k = header.rfind("'" + key + "'");
   if (k == std::string::npos) return "";
   std::size_t p = header.find(':', k);
   if (p == std::string::npos) return "";
@@ -82,14 +80,16 @@ DType parse_descr(const std::string &path, const std::string &descr) {
 
 }  // namespace
 
-bool has_npy_magic(const std::string &path) {
-  char head[6] = {};
-  std::unique_ptr<FILE, int (*)(FILE *)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  return f && std::fread(head, 1, 6, f.get()) == 6 && std::memcmp(head, kMagic, 6) == 0;
-}
+bool is_npy(const unsigned char *head, std::size_t size) { return size >= 6 && std::memcmp(head, kMagic, 6) == 0; }
 
 RawArray read_npy(const std::string &path) {
   InputFile in(path);
+  return read_npy(in);
+}
+
+RawArray read_npy(InputFile &in) {
+  const std::string &path = in.path();
+  in.rewind();
   const std::int64_t file_size = in.size();
   if (file_size == 0) throw Failure(path + ": empty file (0 bytes)");
   unsigned char pre[12] = {};
@@ -138,6 +138,11 @@ RawArray read_npy(const std::string &path) {
 }
 
 void write_npy(const std::string &path, const RawArray &a) {
+  OutputFile out(path);
+  write_npy(out, a);
+}
+
+void write_npy(OutputFile &out, const RawArray &a) {
   const char *descr = a.dtype == DType::u8 ? "|u1" : a.dtype == DType::u16 ? "<u2" : a.dtype == DType::f32 ? "<f4" : "<f8";
   std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
                      shape_string(a.shape) + ", }";
@@ -156,7 +161,6 @@ void write_npy(const std::string &path, const RawArray &a) {
     head.push_back(static_cast<char>((len >> 16) & 0xff));
     head.push_back(static_cast<char>((len >> 24) & 0xff));
   }
-  OutputFile out(path);
   out.write(head.data(), head.size());
   out.write(dict.data(), dict.size());
   out.write(a.bytes.data(), a.bytes.size());

@@ -2,6 +2,7 @@
 
 #include <png.h>
 
+#include <cmath>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -21,22 +22,56 @@ constexpr std::int64_t kMaxInflation = 1032;
 // destructible locals, and the message lands here.
 struct Session {
   char message[256];
+  char warning[128];  // the last one: libpng's errors alone can be vague ("Invalid IHDR data")
   const unsigned char *data;
   std::size_t size, pos;
 };
 
 void on_error(png_structp png, png_const_charp message) {
   auto *s = static_cast<Session *>(png_get_error_ptr(png));
-  std::snprintf(s->message, sizeof s->message, "%s", message);
+  if (s->warning[0])
+    std::snprintf(s->message, sizeof s->message, "%s (%s)", message, s->warning);
+  else
+    std::snprintf(s->message, sizeof s->message, "%s", message);
   png_longjmp(png, 1);
 }
-void on_warning(png_structp, png_const_charp) {}
+void on_warning(png_structp png, png_const_charp message) {
+  auto *s = static_cast<Session *>(png_get_error_ptr(png));
+  std::snprintf(s->warning, sizeof s->warning, "%s", message);
+}
 
 void read_memory(png_structp png, png_bytep out, png_size_t n) {
   auto *s = static_cast<Session *>(png_get_io_ptr(png));
   if (n > s->size - s->pos) png_error(png, "unexpected end of file (truncated)");
   std::memcpy(out, s->data + s->pos, n);
   s->pos += n;
+}
+
+// Ancillary chunks hpipe never reads, which libpng would otherwise decode (inflate, allocate):
+// libpng skips them unread. tEXt (hpipe-scale) and tRNS (alpha to strip) stay.
+const png_byte kSkippedChunks[] = "zTXt\0iTXt\0iCCP\0sPLT\0eXIf\0pCAL\0sCAL\0hIST\0";
+
+std::string printable(const unsigned char *p, std::size_t n) {
+  std::string s;
+  for (std::size_t i = 0; i < n; i++) s += p[i] >= 0x20 && p[i] < 0x7f ? char(p[i]) : '?';
+  return s;
+}
+
+// The first chunk that declares more data than the file holds after it, described; "" when none.
+// libpng allocates (and zeroes) a chunk's declared length before it reads the data, and neither
+// png_set_chunk_malloc_max nor a user limit bounds that for text chunks: a 44-byte file with a
+// tEXt chunk of 2^31 - 1 bytes cost 2 GB. Checked first, no chunk asks for more than the file's size.
+std::string overlong_chunk(const unsigned char *data, std::size_t size) {
+  for (std::size_t pos = 8; size - pos >= 8;) {
+    const std::uint32_t length = png_get_uint_32(data + pos);
+    const std::size_t after = size - pos - 8;  // type and length read; data and CRC follow
+    if (length > after || after - length < 4)
+      return "chunk '" + printable(data + pos + 4, 4) + "' declares " + std::to_string(length) + " bytes, but only " +
+             std::to_string(after < 4 ? 0 : after - 4) + " follow it";
+    if (std::memcmp(data + pos + 4, "IEND", 4) == 0) break;
+    pos += 12 + std::size_t(length);
+  }
+  return "";
 }
 
 struct Header {
@@ -50,8 +85,9 @@ struct Header {
 // Reads the header and sets up the transforms; false on a libpng error (in s.message).
 bool read_header(png_structp png, png_infop info, Header *h) {
   if (setjmp(png_jmpbuf(png))) return false;
-  png_set_user_limits(png, 1u << 20, 1u << 20);
+  png_set_user_limits(png, kPngMaxSide, kPngMaxSide);
   png_set_chunk_malloc_max(png, 16u << 20);
+  png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, kSkippedChunks, int(sizeof kSkippedChunks / 5));
   png_set_read_fn(png, png_get_error_ptr(png), read_memory);
   png_read_info(png, info);
   const int color = png_get_color_type(png, info);
@@ -102,6 +138,7 @@ struct WriteJob {
 bool write_rows(png_structp png, png_infop info, const WriteJob *job, png_bytepp rows) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_init_io(png, job->file);
+  png_set_user_limits(png, kPngMaxSide, kPngMaxSide);
   png_set_IHDR(png, info, job->width, job->height, job->bit_depth, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   png_text text{};
@@ -126,21 +163,20 @@ struct WriteStructs {
 
 }  // namespace
 
-bool has_png_magic(const std::string &path) {
-  unsigned char head[8] = {};
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  const bool ok = std::fread(head, 1, 8, f) == 8 && png_sig_cmp(head, 0, 8) == 0;
-  std::fclose(f);
-  return ok;
-}
+bool is_png(const unsigned char *head, std::size_t size) { return size >= 8 && png_sig_cmp(head, 0, 8) == 0; }
 
 PngImage read_png(const std::string &path) {
   InputFile in(path);
+  return read_png(in);
+}
+
+PngImage read_png(InputFile &in) {
+  const std::string &path = in.path();
   if (in.size() == 0) throw Failure(path + ": empty file (0 bytes)");
   const std::vector<unsigned char> bytes = in.read_all();
-  if (bytes.size() < 8 || png_sig_cmp(bytes.data(), 0, 8) != 0)
-    throw Failure(path + ": not a PNG file (wrong magic)");
+  if (!is_png(bytes.data(), bytes.size())) throw Failure(path + ": not a PNG file (wrong magic)");
+  const std::string overlong = overlong_chunk(bytes.data(), bytes.size());
+  if (!overlong.empty()) throw Failure(path + ": corrupt PNG: " + overlong);
 
   Session s{};
   s.data = bytes.data();
@@ -151,6 +187,12 @@ PngImage read_png(const std::string &path) {
   Header h{};
   if (!read_header(r.png, r.info, &h)) throw Failure(path + ": corrupt PNG: " + s.message);
   if (h.width == 0 || h.height == 0) throw Failure(path + ": corrupt PNG: zero image size");
+  if (h.has_range && !(std::isfinite(h.lo) && std::isfinite(h.hi) && h.lo < h.hi)) {
+    char range[80];
+    std::snprintf(range, sizeof range, "%g %g", h.lo, h.hi);
+    throw Failure(path + ": corrupt PNG: its " + kScaleKey + " text '" + range +
+                  "' is not a range MIN MAX of finite numbers with MIN < MAX");
+  }
   if (h.bit_depth != 8 && h.bit_depth != 16)
     throw Failure(path + ": unsupported PNG bit depth " + std::to_string(h.bit_depth));
   const std::int64_t decoded = std::int64_t(h.height) * std::int64_t(h.row_bytes);
@@ -179,12 +221,16 @@ PngImage read_png(const std::string &path) {
         std::memcpy(&a.bytes[(c * plane + i) * es], &pixels[(i * 3 + c) * es], es);
   }
   if (h.has_range) out.range = ValueRange{h.lo, h.hi};
-  if (h.has_range && !(h.lo < h.hi)) throw Failure(path + ": corrupt PNG: its hpipe-scale range is empty");
   return out;
 }
 
 void write_png(const std::string &path, const RawArray &image, const std::optional<ValueRange> &range) {
   OutputFile out(path);
+  write_png(out, image, range);
+}
+
+void write_png(OutputFile &out, const RawArray &image, const std::optional<ValueRange> &range) {
+  const std::string &path = out.target();
   WriteJob job{};
   job.file = out.get();
   job.pixels = image.bytes.data();

@@ -79,6 +79,7 @@ std::vector<std::string> glob_files(const std::string &pattern) {
 template <class Stored, class T>
 void decode_into(const RawArray &a, const Decoder &decode, T *out) {
   const std::int64_t n = a.size();
+  if (n == 0) return;  // an empty array's bytes.data() may be null, and memcpy takes no null
   const unsigned char *p = a.bytes.data();
   if (std::is_same_v<Stored, T> && decode.offset == 0 && decode.factor == 1) {
     std::memcpy(out, p, static_cast<std::size_t>(n) * sizeof(T));  // the values as they are
@@ -178,8 +179,19 @@ Source read_source(const std::string &path, const ReadOptions &options) {
   Source s;
   s.path = path;
   bool band_first = false;
+  // "file.mat:var" names a variable, not a file; a pipe (read into memory) can only be .npy or PNG.
+  std::optional<InputFile> in;
+  unsigned char head[8] = {};
+  std::size_t got = 0;
+  if (exists(path) && !is_directory(path)) {
+    in.emplace(path);
+    got = in->read(head, sizeof head);
+    in->rewind();
+  }
+  const bool npy = is_npy(head, got), png_magic = is_png(head, got);
   std::optional<Loaded> other;
-  if (!has_npy_magic(path) && !has_png_magic(path)) other = read_other_format(path);  // (cube.npy beside a cube.hdr)
+  if (!npy && !png_magic && !(in && in->in_memory()))
+    other = read_other_format(path);  // before the name: a cube.npy beside a cube.hdr is ENVI data
   if (other) {
     s.format = other->format;
     s.array = std::move(other->array);
@@ -187,12 +199,12 @@ Source read_source(const std::string &path, const ReadOptions &options) {
     s.wavelengths = std::move(other->wavelengths);
     band_first = other->band_first;
     s.files = std::move(other->files);
-  } else if (has_npy_magic(path)) {
-    s.array = read_npy(path);
-  } else if (ends_with(path, ".npy")) {
-    s.array = read_npy(path);  // reports what is wrong with it
+  } else if (!in) {
+    InputFile missing(path);  // says why it cannot be opened
+  } else if (npy || (ends_with(path, ".npy") && !png_magic)) {
+    s.array = read_npy(*in);  // a .npy name that is not one: says what is wrong with it
   } else {
-    PngImage png = read_png(path);  // reports a wrong magic for anything else
+    PngImage png = read_png(*in);  // reports a wrong magic for anything else
     s.format = Format::png;
     s.array = std::move(png.array);
     s.range = png.range;
@@ -290,37 +302,58 @@ std::optional<DType> parse_type(const std::string &text) {
   throw UsageError("--type: expected u8, u16, f32 or f64, got '" + text + "'");
 }
 
+OutputPlan plan_output(const std::string &output, const Shape &shape) {
+  OutputPlan plan;
+  plan.format = output_format(output);
+  plan.pattern = check_pattern(output) != std::string::npos;
+  plan.plane_shape = shape;
+  const bool png = plan.format == Format::png;
+  if (png || plan.format == Format::npy) {
+    std::int64_t planes = 1;
+    if (plan.pattern || png) {
+      if (shape.size() < 2)
+        throw UsageError(output + ": the result has shape " + shape_string(shape) +
+                         ", not images; write it to a .npy file");
+      plan.plane_shape = {shape[shape.size() - 2], shape.back()};
+      // Checked before the planes are counted: empty planes put no bound on their number (a
+      // 128-byte .npy of shape (10^9, 0, 0) would name 10^9 files).
+      if (element_count(plan.plane_shape) == 0)
+        throw UsageError(output + ": the result has shape " + shape_string(shape) +
+                         ", its images are empty; write it to a .npy file");
+      if (png && (plan.plane_shape[0] > kPngMaxSide || plan.plane_shape[1] > kPngMaxSide))
+        throw UsageError(output + ": images of " + plane_size(shape) +
+                         " pixels are larger than a PNG hpipe writes (" + std::to_string(kPngMaxSide) +
+                         " per side at most); write a .npy file");
+      for (std::size_t d = 0; d + 2 < shape.size(); d++) planes *= shape[d];
+      if (!plan.pattern && planes != 1)
+        throw UsageError(output + ": the result has " + std::to_string(planes) + " planes (shape " +
+                         shape_string(shape) + "); give a pattern such as out/band_%02d.png, or a .npy file");
+    }
+    for (std::int64_t p = 0; p < planes; p++) plan.files.push_back(plan.pattern ? format_pattern(output, p) : output);
+    return plan;
+  }
+  if (plan.pattern)
+    throw UsageError(output + ": a " + name(plan.format) +
+                     " file holds the whole result; give a name without a % pattern");
+  plan.files = output_files(plan.format, output);
+  return plan;
+}
+
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
                         const Tick &tick) {
-  const Format format = output_format(output);
-  const bool png = format == Format::png, whole_file = format != Format::png && format != Format::npy;
-  const bool pattern = check_pattern(output) != std::string::npos;
-  if (pattern && whole_file)
-    throw UsageError(output + ": a " + name(format) + " file holds the whole result; give a name without a % pattern");
+  const OutputPlan plan = plan_output(output, shape);
+  const bool png = plan.format == Format::png, pattern = plan.pattern;
+  const bool whole_file = !png && plan.format != Format::npy;
   WriteReport report;
   const bool default_int = default_type == DType::u8 || default_type == DType::u16;
   report.type = options.type.value_or(png && !default_int ? DType::u16 : default_type);
   const bool integer = report.type == DType::u8 || report.type == DType::u16;
   if (png && !integer)
     throw UsageError("--type " + std::string(name(report.type)) + ": PNG holds u8 or u16; write a .npy for floats");
-
-  // Planes: one file per plane for a pattern or a PNG.
-  Shape plane_shape = shape;
-  std::int64_t planes = 1;
-  if (pattern || png) {
-    if (shape.size() < 2)
-      throw UsageError(output + ": the result has shape " + shape_string(shape) +
-                       ", not images; write it to a .npy file");
-    plane_shape = {shape[shape.size() - 2], shape.back()};
-    for (std::size_t d = 0; d + 2 < shape.size(); d++) planes *= shape[d];
-    if (!pattern && planes != 1)
-      throw UsageError(output + ": the result has " + std::to_string(planes) + " planes (shape " +
-                       shape_string(shape) + "); give a pattern such as out/band_%02d.png, or a .npy file");
-  }
-  std::vector<std::string> targets = whole_file ? output_files(format, output) : std::vector<std::string>{};
-  for (std::int64_t p = 0; p < planes && !whole_file; p++) targets.push_back(pattern ? format_pattern(output, p) : output);
+  const std::vector<std::string> &targets = plan.files;
+  const std::int64_t planes = whole_file ? 1 : static_cast<std::int64_t>(targets.size());
   OutputSet outputs(targets, inputs, options.force);
 
   // The value range mapped onto the type's full range (integers) or onto [0, 1] (floats).
@@ -339,15 +372,15 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
     lo = r.lo;
     span = r.hi - r.lo;
   }
-  const std::int64_t per_plane = element_count(plane_shape);
+  const std::int64_t per_plane = element_count(plan.plane_shape);
   for (std::int64_t p = 0; p < planes; p++) {
     RawArray a;
-    a.shape = plane_shape;
+    a.shape = plan.plane_shape;
     a.dtype = report.type;
     a.bytes.resize(static_cast<std::size_t>(per_plane) * size_of(a.dtype));
     const T *src = data.data() + p * per_plane;
     const bool as_is = options.scale.mode == Scale::none && size_of(a.dtype) == sizeof(T) && !integer;
-    if (as_is) std::memcpy(a.bytes.data(), src, a.bytes.size());  // floats of the work's own type
+    if (as_is && per_plane > 0) std::memcpy(a.bytes.data(), src, a.bytes.size());  // floats of the work's own type
     for (std::int64_t i = 0; i < per_plane && !as_is; i++) {
       const double v = options.scale.mode == Scale::none && !integer ? double(src[i]) : (src[i] - lo) / span * top;
       unsigned char *dst = a.bytes.data() + static_cast<std::size_t>(i) * size_of(a.dtype);
@@ -369,15 +402,17 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
       }
     }
     if (png) {
-      write_png(outputs.temporary(p), a, report.range);
+      OutputFile file(outputs.temporary(p), targets[p]);
+      write_png(file, a, report.range);
     } else {
       if (!pattern) a.shape = shape;
       if (whole_file) {
         std::vector<std::string> temps;
         for (std::size_t t = 0; t < targets.size(); t++) temps.push_back(outputs.temporary(t));
-        write_other_format(format, output, temps, a, options.file);
+        write_other_format(plan.format, output, temps, a, options.file);
       } else {
-        write_npy(outputs.temporary(p), options.file.layout == Layout::hwc && !pattern ? chw_to_hwc(a) : a);
+        OutputFile file(outputs.temporary(p), targets[p]);
+        write_npy(file, options.file.layout == Layout::hwc && !pattern ? chw_to_hwc(a) : a);
       }
     }
     report.bytes_written += static_cast<std::int64_t>(a.bytes.size());

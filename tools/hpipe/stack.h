@@ -99,9 +99,21 @@ struct WriteReport {
   std::optional<ValueRange> range;     // the values mapped to the type's full range, when scaled
 };
 
-// Writes `shape`/`data` to `output`: a .npy file (the whole array), a .png (a single plane), a
-// printf pattern with one integer conversion (one file per plane, planes counted over all
-// leading axes from 0), or one .mat/.h5/.tif/.hdr file (formats.h). Every target is checked first (see OutputSet), written beside itself and
+// The files `output` names for a result of `shape`: a .npy file (the whole array), a .png (a
+// single plane), a printf pattern with one integer conversion (one file per plane, planes counted
+// over all leading axes from 0), or a .mat/.h5/.tif/.hdr file (formats.h) for the whole result.
+// UsageError when the result cannot go there: an unknown extension, a pattern for a whole-file
+// format, not images, several planes without a pattern, empty planes, a PNG wider or taller than
+// kPngMaxSide.
+struct OutputPlan {
+  Format format = Format::npy;
+  bool pattern = false;
+  Shape plane_shape;               // of each file
+  std::vector<std::string> files;  // one per plane, or those of the whole-file format
+};
+OutputPlan plan_output(const std::string &output, const Shape &shape);
+
+// Writes `shape`/`data` to the files plan_output names. Every target is checked first (see OutputSet), written beside itself and
 // renamed at the end. `default_type` applies when options.type is unset.
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,

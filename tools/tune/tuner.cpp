@@ -296,7 +296,10 @@ class CpuTuner {
       for (std::size_t i = prepared_.size(); i-- > 0;) {
         Prepared &p = prepared_[i];
         bind(c.built, p);
-        for (Halide::Buffer<float> out : p.outputs) out.fill(std::numeric_limits<float>::quiet_NaN());
+        // Dense (made from extents), so filled directly: Halide 14's Buffer::fill reads an uninitialised
+        // stride when it merges dimensions (for_each_value_prep), which UBSan reports as pointer overflow.
+        for (Halide::Buffer<float> out : p.outputs)
+          std::fill_n(out.data(), out.number_of_elements(), std::numeric_limits<float>::quiet_NaN());
         realize(c, p);
         check(p, m);
         if (m.status != "ok") return m;

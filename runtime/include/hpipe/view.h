@@ -9,10 +9,34 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "hpipe/error.h"
+
 namespace hpipe {
+
+namespace detail {
+
+// Out of line from the checks below, so that they stay a few instructions each.
+template <std::size_t Rank>
+[[noreturn]] void throw_shape_error(const char *what, const std::array<std::int64_t, Rank> &shape, const char *problem) {
+  std::string text = std::string(what) + " of shape (";
+  for (std::size_t d = 0; d < Rank; d++) text += (d ? ", " : "") + std::to_string(shape[d]);
+  throw Error(text + (Rank == 1 ? ",)" : ")") + ": " + problem);
+}
+
+// The product of the extents, or an Error naming the shape when it does not fit in int64.
+template <std::size_t Rank>
+std::int64_t checked_product(const char *what, const std::array<std::int64_t, Rank> &shape) {
+  std::int64_t n = 1;
+  for (auto e : shape)
+    if (__builtin_mul_overflow(n, e, &n)) throw_shape_error(what, shape, "more than 2^63 elements");
+  return n;
+}
+
+}  // namespace detail
 
 // Where a view's data lives: host memory, or CUDA device memory the caller allocated.
 enum class Memory { host, cuda };
@@ -46,11 +70,8 @@ class View {
   std::int64_t shape(int d) const { return shape_[d]; }
   std::int64_t stride(int d) const { return strides_[d]; }
   Memory memory() const { return memory_; }
-  std::int64_t size() const {
-    std::int64_t n = 1;
-    for (auto e : shape_) n *= e;
-    return n;
-  }
+  // The product of the extents; an Error when it overflows int64.
+  std::int64_t size() const { return detail::checked_product("view", shape_); }
 
   // Element access for host views (tests, small tools); no bounds checks.
   template <class... I>
@@ -62,13 +83,13 @@ class View {
     return data_[offset];
   }
 
+  // An Error when a stride overflows int64 (the outermost extent does not enter any stride).
   static Extents dense_strides(const Extents &shape) {
     Extents s{};
-    std::int64_t n = 1;
-    for (int d = Rank - 1; d >= 0; d--) {
-      s[d] = n;
-      n *= shape[d];
-    }
+    s[Rank - 1] = 1;
+    for (int d = Rank - 2; d >= 0; d--)
+      if (__builtin_mul_overflow(s[d + 1], shape[d + 1], &s[d]))
+        detail::throw_shape_error("view", shape, "its dense strides overflow int64");
     return s;
   }
 
@@ -99,7 +120,8 @@ struct CacheLineAllocator {
 template <class T>
 using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
 
-// A dense C-order host array that owns its elements (zero-initialised, 64-byte aligned).
+// A dense C-order host array that owns its elements (zero-initialised, 64-byte aligned). A negative
+// extent, or more elements than memory can address, is an Error naming the shape.
 template <class T, int Rank>
 class Array {
  public:
@@ -124,9 +146,12 @@ class Array {
 
  private:
   static std::size_t count(const Extents &shape) {
-    std::int64_t n = 1;
-    for (auto e : shape) n *= e;
-    return static_cast<std::size_t>(n < 0 ? 0 : n);
+    for (auto e : shape)
+      if (e < 0) detail::throw_shape_error("Array", shape, "every extent must be at least 0");
+    const std::int64_t n = detail::checked_product("Array", shape);
+    if (n > PTRDIFF_MAX / static_cast<std::int64_t>(sizeof(T)))
+      detail::throw_shape_error("Array", shape, "more bytes than memory can address");
+    return static_cast<std::size_t>(n);
   }
   Extents shape_{};
   AlignedVector<T> data_;
