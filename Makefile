@@ -28,13 +28,14 @@ test: build
 # its own build folder; any report fails the test that caused it. The Halide kernels are generated
 # code and not instrumented, so one CPU variant is built (AVX2, as every CI runner has), and the
 # suite's runs on other variants are left out, as are the two builds that link the instrumented
-# static libraries into an uninstrumented project (downstream_build, tune_bundle). The generators
+# static libraries into an uninstrumented project (downstream_build, tune_bundle), and the Python
+# module (an instrumented extension cannot load into an uninstrumented interpreter). The generators
 # run at build time under detect_leaks=0: they are Halide's compiler, whose allocations at exit are
 # not hpipe's (they are instrumented all the same: UB in a generator fails the build).
 SANITIZE_BUILD ?= build-sanitize
 SANITIZE_FLAGS  = -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g1
 test-sanitize: deps
-	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DHPIPE_CUDA=OFF -DHPIPE_BUILD_BENCH=OFF \
+	cmake -S . -B $(SANITIZE_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DHPIPE_CUDA=OFF -DHPIPE_BUILD_BENCH=OFF -DHPIPE_PYTHON=OFF \
 	  -DHPIPE_CPU_TARGETS=x86-64-linux-avx-avx2-f16c-fma-sse41-user_context \
 	  "-DCMAKE_CXX_FLAGS=$(SANITIZE_FLAGS)" "-DCMAKE_C_FLAGS=$(SANITIZE_FLAGS)" \
 	  "-DCMAKE_EXE_LINKER_FLAGS=$(SANITIZE_FLAGS)" $(CMAKE_ARGS)

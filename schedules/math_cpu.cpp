@@ -1,7 +1,7 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 49.2 / 51.9 / 51.7 ms (88 / 85 / 84% of BM_stream_copy); logsumexp
-// float32 10000 x 10000 axis 0: 65.1 ms (37% of BM_stream_read); 2-core Xeon (Cascade Lake, AVX-512, KVM), hpipe_bench median of 3, 2026-11-22.
+// exp / log / erf float32, 10^8: 27.2 / 28.5 / 29.6 ms (91 / 87 / 84% of BM_stream_copy); logsumexp
+// float32 10000 x 10000 axis 0: 55.7 ms (23% of BM_stream_read); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-23.
 #include <algorithm>
 
 #include "schedules/common.h"

@@ -47,7 +47,7 @@ def results(report):
     for b in report["benchmarks"]:
         if b.get("error_occurred"):
             continue
-        name = b["run_name"]
+        name = b["run_name"].removesuffix("/real_time")
         median = b.get("aggregate_name") == "median"
         if b.get("run_type") == "aggregate" and not median:
             continue
