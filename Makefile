@@ -5,7 +5,7 @@ PREFIX   ?= $(CURDIR)/$(BUILD)/install
 JOBS     ?= $(shell nproc)
 CMAKE_ARGS ?=
 
-.PHONY: all deps configure build test test-sanitize fuzz bench install demo clean
+.PHONY: all deps configure build test test-sanitize fuzz bench install demo clean format
 
 all: build
 
@@ -88,3 +88,7 @@ demo: build
 
 clean:
 	rm -rf $(BUILD)
+
+# The C++ style (.clang-format), on every C++ file but the generated polynomial tables.
+format:
+	git ls-files '*.cpp' '*.h' ':!generators/math_coefficients.h' | xargs clang-format -i

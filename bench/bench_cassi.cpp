@@ -41,11 +41,17 @@ void measurement_to_cube(benchmark::State &state) {
   set_compulsory_bytes(state, bytes_of(b.y) + bytes_of(b.mask) + bytes_of(x));
 }
 template <Device D>
-void BM_cassi_adjoint(benchmark::State &state) { measurement_to_cube<D, cassi_adjoint>(state); }
+void BM_cassi_adjoint(benchmark::State &state) {
+  measurement_to_cube<D, cassi_adjoint>(state);
+}
 template <Device D>
-void BM_cassi_pinv(benchmark::State &state) { measurement_to_cube<D, cassi_pinv>(state); }
+void BM_cassi_pinv(benchmark::State &state) {
+  measurement_to_cube<D, cassi_pinv>(state);
+}
 template <Device D>
-void BM_cassi_pinv_alpha(benchmark::State &state) { measurement_to_cube<D, cassi_pinv_alpha>(state); }
+void BM_cassi_pinv_alpha(benchmark::State &state) {
+  measurement_to_cube<D, cassi_pinv_alpha>(state);
+}
 
 #define HPIPE_CASSI_BENCH(fn) \
   HPIPE_BENCHMARK(fn, ->Args({16, 28, 256, 256, 2})->UseRealTime()->Unit(benchmark::kMillisecond))

@@ -25,17 +25,23 @@ void run_conv1d(benchmark::State &state) {
   set_compulsory_bytes(state, bytes_of(a) + bytes_of(v) + bytes_of(out));
 }
 template <Device D>
-void BM_conv1d_rows(benchmark::State &state) { run_conv1d<D, 2>(state); }
+void BM_conv1d_rows(benchmark::State &state) {
+  run_conv1d<D, 2>(state);
+}
 template <Device D>
-void BM_conv1d_shared(benchmark::State &state) { run_conv1d<D, 1>(state); }
+void BM_conv1d_shared(benchmark::State &state) {
+  run_conv1d<D, 1>(state);
+}
 
 // W3 case A (5 rows, 5 * 7), the large batch, and a long-signal generic-path (31 taps) case.
-HPIPE_BENCHMARK(BM_conv1d_rows,
-                ->Args({5, 5, 7})->Args({100000, 9, 7})->Args({1000, 1000, 31})->UseRealTime()->Unit(
-                    benchmark::kMicrosecond));
+HPIPE_BENCHMARK(BM_conv1d_rows, ->Args({5, 5, 7})
+                                    ->Args({100000, 9, 7})
+                                    ->Args({1000, 1000, 31})
+                                    ->UseRealTime()
+                                    ->Unit(benchmark::kMicrosecond));
 // W3 case B: 100 signals of 9 against one kernel of 6.
-HPIPE_BENCHMARK(BM_conv1d_shared,
-                ->Args({100, 9, 6})->Args({100000, 9, 7})->UseRealTime()->Unit(benchmark::kMicrosecond));
+HPIPE_BENCHMARK(
+    BM_conv1d_shared, ->Args({100, 9, 6})->Args({100000, 9, 7})->UseRealTime()->Unit(benchmark::kMicrosecond));
 
 }  // namespace
 }  // namespace hpipe::bench

@@ -18,9 +18,8 @@ void BM_dot(benchmark::State &state) {
   for (auto _ : state) batched_dot(a_in.view(), b_in.view(), result.view(), {D});
   set_compulsory_bytes(state, bytes_of(a) + bytes_of(b) + bytes_of(out));
 }
-HPIPE_BENCHMARK(BM_dot,
-                ->Args({500, 500})->Args({4096, 4096})->Args({4, 10000000})->UseRealTime()->Unit(
-                    benchmark::kMicrosecond));
+HPIPE_BENCHMARK(
+    BM_dot, ->Args({500, 500})->Args({4096, 4096})->Args({4, 10000000})->UseRealTime()->Unit(benchmark::kMicrosecond));
 
 // The (N, K) view of a dense (K, N) array wherever it is placed.
 View<const float, 2> transposed_view(const Placed<const float, 2> &kn) {
@@ -39,9 +38,11 @@ void BM_dot_transposed(benchmark::State &state) {
   for (auto _ : state) batched_dot(a, b, result.view(), {D});
   set_compulsory_bytes(state, bytes_of(at) + bytes_of(bt) + bytes_of(out));
 }
-HPIPE_BENCHMARK(BM_dot_transposed,
-                ->Args({500, 500})->Args({4096, 4096})->Args({4, 10000000})->UseRealTime()->Unit(
-                    benchmark::kMicrosecond));
+HPIPE_BENCHMARK(BM_dot_transposed, ->Args({500, 500})
+                                       ->Args({4096, 4096})
+                                       ->Args({4, 10000000})
+                                       ->UseRealTime()
+                                       ->Unit(benchmark::kMicrosecond));
 
 void BM_dot_mixed(benchmark::State &state) {
   const std::int64_t n = state.range(0), k = state.range(1);

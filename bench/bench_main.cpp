@@ -22,8 +22,7 @@ template <class Body>
 void on_every_thread(std::size_t n, Body body) {
   const int threads = hpipe::num_threads();
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; t++)
-    pool.emplace_back([&, t] { body(t, n * t / threads, n * (t + 1) / threads); });
+  for (int t = 0; t < threads; t++) pool.emplace_back([&, t] { body(t, n * t / threads, n * (t + 1) / threads); });
   for (auto &th : pool) th.join();
 }
 

@@ -24,17 +24,29 @@ void elementwise(benchmark::State &state) {
   set_compulsory_bytes(state, bytes_of(x) + bytes_of(y));
 }
 template <Device D>
-void BM_exp_f32(benchmark::State &state) { elementwise<D, float, hpipe::exp>(state); }
+void BM_exp_f32(benchmark::State &state) {
+  elementwise<D, float, hpipe::exp>(state);
+}
 template <Device D>
-void BM_log_f32(benchmark::State &state) { elementwise<D, float, hpipe::log>(state); }
+void BM_log_f32(benchmark::State &state) {
+  elementwise<D, float, hpipe::log>(state);
+}
 template <Device D>
-void BM_erf_f32(benchmark::State &state) { elementwise<D, float, hpipe::erf>(state); }
+void BM_erf_f32(benchmark::State &state) {
+  elementwise<D, float, hpipe::erf>(state);
+}
 template <Device D>
-void BM_exp_f64(benchmark::State &state) { elementwise<D, double, hpipe::exp>(state); }
+void BM_exp_f64(benchmark::State &state) {
+  elementwise<D, double, hpipe::exp>(state);
+}
 template <Device D>
-void BM_log_f64(benchmark::State &state) { elementwise<D, double, hpipe::log>(state); }
+void BM_log_f64(benchmark::State &state) {
+  elementwise<D, double, hpipe::log>(state);
+}
 template <Device D>
-void BM_erf_f64(benchmark::State &state) { elementwise<D, double, hpipe::erf>(state); }
+void BM_erf_f64(benchmark::State &state) {
+  elementwise<D, double, hpipe::erf>(state);
+}
 
 // Args: rows, columns, axis.
 template <Device D, class T>
@@ -48,20 +60,23 @@ void logsumexp(benchmark::State &state) {
   set_compulsory_bytes(state, bytes_of(x) + bytes_of(y));
 }
 template <Device D>
-void BM_logsumexp_f32(benchmark::State &state) { logsumexp<D, float>(state); }
+void BM_logsumexp_f32(benchmark::State &state) {
+  logsumexp<D, float>(state);
+}
 template <Device D>
-void BM_logsumexp_f64(benchmark::State &state) { logsumexp<D, double>(state); }
+void BM_logsumexp_f64(benchmark::State &state) {
+  logsumexp<D, double>(state);
+}
 
-#define HPIPE_MATH_BENCH(fn) \
-  HPIPE_BENCHMARK(fn, ->Args({10000, 10000})->UseRealTime()->Unit(benchmark::kMillisecond))
+#define HPIPE_MATH_BENCH(fn) HPIPE_BENCHMARK(fn, ->Args({10000, 10000})->UseRealTime()->Unit(benchmark::kMillisecond))
 HPIPE_MATH_BENCH(BM_exp_f32);
 HPIPE_MATH_BENCH(BM_log_f32);
 HPIPE_MATH_BENCH(BM_erf_f32);
 HPIPE_MATH_BENCH(BM_exp_f64);
 HPIPE_MATH_BENCH(BM_log_f64);
 HPIPE_MATH_BENCH(BM_erf_f64);
-HPIPE_BENCHMARK(BM_logsumexp_f32,
-                ->Args({10000, 10000, 0})->Args({10000, 10000, 1})->UseRealTime()->Unit(benchmark::kMillisecond));
+HPIPE_BENCHMARK(
+    BM_logsumexp_f32, ->Args({10000, 10000, 0})->Args({10000, 10000, 1})->UseRealTime()->Unit(benchmark::kMillisecond));
 HPIPE_BENCHMARK(BM_logsumexp_f64, ->Args({10000, 10000, 0})->UseRealTime()->Unit(benchmark::kMillisecond));
 
 }  // namespace

@@ -60,9 +60,9 @@ using Configure = void (*)(benchmark::internal::Benchmark *);
 int register_on_both(const char *name, BenchmarkFunction cpu, BenchmarkFunction cuda, Configure configure);
 void register_cuda_benchmarks();
 
-#define HPIPE_BENCHMARK(fn, ...)                                                                     \
-  [[maybe_unused]] const int fn##_registered = ::hpipe::bench::register_on_both(                    \
-      #fn, fn<::hpipe::Device::cpu>, fn<::hpipe::Device::cuda>,                                      \
-      [](::benchmark::internal::Benchmark *b) { b __VA_ARGS__; })
+#define HPIPE_BENCHMARK(fn, ...)                                                                 \
+  [[maybe_unused]] const int fn##_registered =                                                   \
+      ::hpipe::bench::register_on_both(#fn, fn<::hpipe::Device::cpu>, fn<::hpipe::Device::cuda>, \
+                                       [](::benchmark::internal::Benchmark *b) { b __VA_ARGS__; })
 
 }  // namespace hpipe::bench

@@ -13,18 +13,11 @@ Func zero_outside(Func f, const CassiGeometry &g) {
 }
 }  // namespace
 
-
-Expr CassiGeometry::offset(const Expr &band) const {
-  return band * step - min(0, (bands - 1) * step);
-}
+Expr CassiGeometry::offset(const Expr &band) const { return band * step - min(0, (bands - 1) * step); }
 Expr CassiGeometry::shift_w(const Expr &band) const { return select(axis == 0, offset(band), 0); }
 Expr CassiGeometry::shift_h(const Expr &band) const { return select(axis == 1, offset(band), 0); }
-Expr CassiGeometry::measurement_width() const {
-  return width + select(axis == 0, (bands - 1) * abs(step), 0);
-}
-Expr CassiGeometry::measurement_height() const {
-  return height + select(axis == 1, (bands - 1) * abs(step), 0);
-}
+Expr CassiGeometry::measurement_width() const { return width + select(axis == 0, (bands - 1) * abs(step), 0); }
+Expr CassiGeometry::measurement_height() const { return height + select(axis == 1, (bands - 1) * abs(step), 0); }
 
 Type accumulator_type(Type t) { return t == Float(32) ? Float(64) : t; }
 

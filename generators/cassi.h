@@ -54,7 +54,7 @@ inline BandSumForm band_sum_form(const Halide::Target &t) {
 
 // Each op returns its output and the intermediate Funcs a schedule may place.
 struct CassiForward {
-  BandSum sum;    // of m * x
+  BandSum sum;     // of m * x
   Halide::Func y;  // = sum.sum
 };
 CassiForward cassi_forward(Halide::Func x, Halide::Func mask, const CassiGeometry &g, BandSumForm form);
@@ -65,7 +65,7 @@ struct CassiAdjoint {
 CassiAdjoint cassi_adjoint(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
 
 struct CassiPhi {
-  BandSum sum;      // of m^2
+  BandSum sum;       // of m^2
   Halide::Func phi;  // sum with 0 replaced by 1
 };
 CassiPhi cassi_phi(Halide::Func mask, const CassiGeometry &g, BandSumForm form);
@@ -97,9 +97,7 @@ struct CassiEstimates {
   Halide::Region cube() const { return {{0, width}, {0, height}, {0, bands}, {0, batch}}; }
   Halide::Region mask() const { return {{0, width}, {0, height}, {0, bands}}; }
   Halide::Region measurement() const { return {{0, measurement_width()}, {0, height}, {0, batch}}; }
-  Halide::Region shifted_cube() const {
-    return {{0, measurement_width()}, {0, height}, {0, bands}, {0, batch}};
-  }
+  Halide::Region shifted_cube() const { return {{0, measurement_width()}, {0, height}, {0, bands}, {0, batch}}; }
   Halide::Region phi() const { return {{0, measurement_width()}, {0, height}}; }
 };
 

@@ -15,13 +15,13 @@
 namespace hpipe::alg {
 
 struct Conv1d {
-  Halide::Expr taps;     // Lv
-  Halide::Func padded;   // padded(x, i): the signal, zero outside [0, Ls); zeros, then the row copied
-                         // in by an update, so a schedule can stage rows densely without clamping
-  Halide::Func conv;     // conv(k, i) = sum_j padded(k + offset - j, i) * v(j, i)
-  Halide::Func out;      // = conv; separate so a schedule can accumulate in registers
-  Halide::RDom signal;   // [0, Ls): the copy into padded
-  Halide::RDom kernel;   // [0, Lv): the taps
+  Halide::Expr taps;    // Lv
+  Halide::Func padded;  // padded(x, i): the signal, zero outside [0, Ls); zeros, then the row copied
+                        // in by an update, so a schedule can stage rows densely without clamping
+  Halide::Func conv;    // conv(k, i) = sum_j padded(k + offset - j, i) * v(j, i)
+  Halide::Func out;     // = conv; separate so a schedule can accumulate in registers
+  Halide::RDom signal;  // [0, Ls): the copy into padded
+  Halide::RDom kernel;  // [0, Lv): the taps
 };
 Conv1d conv1d(Halide::Func signal, Halide::Expr signal_length, Halide::Func kernel, Halide::Expr taps,
               Halide::Expr offset);

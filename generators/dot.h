@@ -22,13 +22,13 @@ constexpr int kDotLanes = 32;        // independent partial sums per chunk (also
 constexpr int kDotChunkBlocks = 64;  // blocks of kDotLanes per chunk: 2048 products
 
 struct BatchedDot {
-  Halide::Expr length;       // K
-  Halide::Func lanes;        // lanes(u, c, i): partial sum of lane u over the blocks of chunk c (element type)
-  Halide::Func lane_total;   // lane_total(c, i) = sum_u lanes(u, c, i), in double
-  Halide::Func tail_total;   // tail_total(c, i): the K % kDotLanes leftover products, on the last chunk only
-  Halide::Func chunk_sum;    // chunk_sum(c, i) = lane_total + tail_total
-  Halide::Func sum;          // sum(i) = sum_c chunk_sum(c, i), in double
-  Halide::Func out;          // out(i) = sum(i) in the element type
+  Halide::Expr length;      // K
+  Halide::Func lanes;       // lanes(u, c, i): partial sum of lane u over the blocks of chunk c (element type)
+  Halide::Func lane_total;  // lane_total(c, i) = sum_u lanes(u, c, i), in double
+  Halide::Func tail_total;  // tail_total(c, i): the K % kDotLanes leftover products, on the last chunk only
+  Halide::Func chunk_sum;   // chunk_sum(c, i) = lane_total + tail_total
+  Halide::Func sum;         // sum(i) = sum_c chunk_sum(c, i), in double
+  Halide::Func out;         // out(i) = sum(i) in the element type
   Halide::RDom blocks, lane, tail, chunks;
   Halide::Expr chunk_count;  // max(1, ceil((K / kDotLanes) / kDotChunkBlocks))
 };

@@ -30,13 +30,13 @@ struct Coefficients {
 
 const Coefficients &f64_coefficients() {
   namespace f64 = coefficients::f64;
-  static const Coefficients c{list(f64::exp_tail),
-                              list(f64::log_tail),
-                              list(f64::erf_small),
-                              {list(f64::erfcx_0), list(f64::erfcx_1), list(f64::erfcx_2), list(f64::erfcx_3),
-                               list(f64::erfcx_4)},
-                              list(f64::erfc_breaks),
-                              list(f64::erfc_centers)};
+  static const Coefficients c{
+      list(f64::exp_tail),
+      list(f64::log_tail),
+      list(f64::erf_small),
+      {list(f64::erfcx_0), list(f64::erfcx_1), list(f64::erfcx_2), list(f64::erfcx_3), list(f64::erfcx_4)},
+      list(f64::erfc_breaks),
+      list(f64::erfc_centers)};
   return c;
 }
 
@@ -71,12 +71,12 @@ Expr horner(const Expr &t, const std::vector<double> &c) {
 // A binary floating-point format, for the exp that runs in either: float64 results in double,
 // float32 elementwise results in float (16 lanes per AVX-512 vector instead of 8).
 struct Format {
-  Type t, i;                  // the float type and the integer type of its bits
-  int mantissa;               // 52 or 23
-  std::int64_t bias;          // 1023 or 127
-  double limit;               // |x| clamped to this: beyond it exp() is 0 or inf whatever k
-  double ln2_hi, ln2_lo;      // ln 2 = ln2_hi + ln2_lo; k * ln2_hi is exact for every k used
-  std::int64_t inf_bits;      // bits of +inf
+  Type t, i;              // the float type and the integer type of its bits
+  int mantissa;           // 52 or 23
+  std::int64_t bias;      // 1023 or 127
+  double limit;           // |x| clamped to this: beyond it exp() is 0 or inf whatever k
+  double ln2_hi, ln2_lo;  // ln 2 = ln2_hi + ln2_lo; k * ln2_hi is exact for every k used
+  std::int64_t inf_bits;  // bits of +inf
   Expr c(double v) const { return cast(t, Expr(v)); }
   Expr n(std::int64_t v) const { return cast(i, Expr(v)); }
   Expr bits(const Expr &v) const { return reinterpret(i, v); }
@@ -293,8 +293,8 @@ Split erf_single() {
           [=](const Expr &x, const Parts &parts) {
             const Expr &tail = parts[0];
             Expr a = abs(x);
-            Expr magnitude = select(a < f.c(c::erf_small_below), a + tail, a < f.c(c::erf_one_from), f.c(1.0) - tail,
-                                    f.c(1.0));
+            Expr magnitude =
+                select(a < f.c(c::erf_small_below), a + tail, a < f.c(c::erf_one_from), f.c(1.0) - tail, f.c(1.0));
             Expr sign = f.bits(x) & Expr(std::int32_t(0x80000000));
             return select(f.is_nan(x), x, f.value(f.bits(magnitude) | sign));
           }};
@@ -305,12 +305,9 @@ Split split(MathFunction fn, Type t) {
   if (t != Float(32) && t != Float(64)) throw CompileError("hpipe transcendentals take float or double");
   const bool single = t == Float(32);
   switch (fn) {
-    case MathFunction::exp:
-      return single ? exp_single() : exp_double();
-    case MathFunction::log:
-      return single ? log_single() : log_double();
-    case MathFunction::erf:
-      return single ? erf_single() : erf_double();
+    case MathFunction::exp: return single ? exp_single() : exp_double();
+    case MathFunction::log: return single ? log_single() : log_double();
+    case MathFunction::erf: return single ? erf_single() : erf_double();
   }
   throw CompileError("unknown MathFunction");
 }
@@ -389,8 +386,8 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   Expr chunk_leads = chunk_shift > old_shift;
   Expr scale = exp_double().fused(Expr(0.0) - abs(chunk_shift - old_shift));
   Expr kept = select(chunk_leads, chunk_sum, old_sum), scaled = select(chunk_leads, old_sum, chunk_sum);
-  op.running(i, o) = Tuple(max(old_shift, chunk_shift),
-                           strict_float(kept + select(is_inf_bits(scaled), scaled, scaled * scale)));
+  op.running(i, o) =
+      Tuple(max(old_shift, chunk_shift), strict_float(kept + select(is_inf_bits(scaled), scaled, scaled * scale)));
 
   op.out = Func("out");
   op.out(i, o) = strict_float(cast(out_type, op.running(i, o)[0] + log_double().fused(op.running(i, o)[1])));

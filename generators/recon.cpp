@@ -58,14 +58,13 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   const Expr last = max(iterations - 1, 0) % 2;
   tv.divergence = Func("tv_divergence");
   tv.divergence(w, h, c, b) = divergence_at([&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[0]; },
-                                             [&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[1]; }, w, h);
+                                            [&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[1]; }, w, h);
   tv.out = Func("tv_out");
   tv.out(w, h, c, b) = tv.image(w, h, c, b) + tv.divergence(w, h, c, b);
   return tv;
 }
 
-TvVectorialStep tv_vectorial_step(Func image, Func p_w, Func p_h, Expr width, Expr height, Expr bands,
-                                  Expr weight) {
+TvVectorialStep tv_vectorial_step(Func image, Func p_w, Func p_h, Expr width, Expr height, Expr bands, Expr weight) {
   TvVectorialStep tv;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));

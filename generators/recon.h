@@ -37,7 +37,7 @@ struct TvVectorialStep {
   Halide::Func primal;   // u = f + div p
   Halide::Func norm_sq;  // sum_c |grad u_c|^2, (w, h, b)
   Halide::RDom bands;
-  Halide::Func next;     // Tuple(p_w', p_h')
+  Halide::Func next;  // Tuple(p_w', p_h')
 };
 TvVectorialStep tv_vectorial_step(Halide::Func image, Halide::Func p_w, Halide::Func p_h, Halide::Expr width,
                                   Halide::Expr height, Halide::Expr bands, Halide::Expr weight);
@@ -58,8 +58,8 @@ struct GapTvIteration {
   TvChambolle tv;           // TV(data); tv.out is x'
 };
 GapTvIteration gap_tv_iteration(Halide::Func x, Halide::Func y, Halide::Func y1, Halide::Func mask, Halide::Func phi,
-                                const CassiGeometry &g, BandSumForm form, Halide::Expr lambda,
-                                Halide::Expr accelerate, Halide::Expr tv_weight, Halide::Expr tv_iterations);
+                                const CassiGeometry &g, BandSumForm form, Halide::Expr lambda, Halide::Expr accelerate,
+                                Halide::Expr tv_weight, Halide::Expr tv_iterations);
 
 // One ADMM-TV iteration (Yuan's admm_denoise):
 //   v = theta + b;  x = v + lambda A^T((y - A v) / (Phi + gamma));  theta' = TV(x - b);  b' = b - (x - theta')

@@ -36,6 +36,6 @@ class FamilyGenerator : public Halide::Generator<Self> {
 }  // namespace hpipe
 
 // Registers GEN<float> as NAME_f32 and GEN<double> as NAME_f64.
-#define HPIPE_REGISTER_GENERATOR(GEN, NAME)           \
-  HALIDE_REGISTER_GENERATOR(GEN<float>, NAME##_f32)   \
+#define HPIPE_REGISTER_GENERATOR(GEN, NAME)         \
+  HALIDE_REGISTER_GENERATOR(GEN<float>, NAME##_f32) \
   HALIDE_REGISTER_GENERATOR(GEN<double>, NAME##_f64)

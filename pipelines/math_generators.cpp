@@ -11,8 +11,8 @@ namespace hpipe {
 namespace {
 
 using namespace Halide;
-using alg::MathFunction;
 using alg::MathEstimates;
+using alg::MathFunction;
 
 template <class T, MathFunction Fn>
 class ElementwiseGenerator : public FamilyGenerator<ElementwiseGenerator<T, Fn>, sched::MathElementwiseKnobs> {

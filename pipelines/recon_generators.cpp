@@ -27,9 +27,7 @@ struct ReconArgs {
   GeneratorInput<T> tv_weight{"tv_weight"};
   GeneratorInput<int> tv_iterations{"tv_iterations"};
 
-  CassiGeometry geometry() {
-    return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis};
-  }
+  CassiGeometry geometry() { return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis}; }
   void set_estimates(const ReconEstimates &e) {
     y.set_estimates(e.cassi.measurement());
     mask.set_estimates(e.cassi.mask());
@@ -113,8 +111,8 @@ class GapTvGenerator : public FamilyGenerator<GapTvGenerator<T>, sched::ReconKno
 
   void generate() {
     auto op = alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(),
-                                    alg::band_sum_form(this->get_target()), args.lambda, accelerate,
-                                    args.tv_weight, args.tv_iterations);
+                                    alg::band_sum_form(this->get_target()), args.lambda, accelerate, args.tv_weight,
+                                    args.tv_iterations);
     x_next = op.tv.out;
     y1_next = op.y1;
     const ReconEstimates e;
@@ -139,8 +137,8 @@ class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T>, sched::ReconK
 
   void generate() {
     auto op = alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(),
-                                     alg::band_sum_form(this->get_target()), args.lambda, gamma,
-                                     args.tv_weight, args.tv_iterations);
+                                     alg::band_sum_form(this->get_target()), args.lambda, gamma, args.tv_weight,
+                                     args.tv_iterations);
     next = op.out;
     const ReconEstimates e;
     theta.set_estimates(e.cassi.cube());

@@ -51,8 +51,7 @@ void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const T
       .reorder(s.row_and_band.x, arg(s.scatter, 1), s.row_and_band.y)
       .allow_race_conditions()
       .vectorize(s.row_and_band.x, lanes, TailStrategy::GuardWithIf);
-  s.gather.compute_at(out, k.sum_per_vector ? wo : hi)
-      .vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
+  s.gather.compute_at(out, k.sum_per_vector ? wo : hi).vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
   s.gather.update().vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
 }
 
@@ -72,9 +71,7 @@ void schedule_cpu(alg::CassiPhi op, const Target &t, const CassiCpuKnobs &k) {
   schedule_band_sum(op.phi, op.sum, k, t);
 }
 
-void schedule_cpu(alg::CassiAdjoint op, const Target &t, const CassiCpuKnobs &k) {
-  schedule_cube_output(op.x, t, k);
-}
+void schedule_cpu(alg::CassiAdjoint op, const Target &t, const CassiCpuKnobs &k) { schedule_cube_output(op.x, t, k); }
 
 void schedule_cpu(alg::CassiPinv op, const Target &t, const CassiCpuKnobs &k) {
   // Phi is small (one image); compute it once, then y / Phi for the rows of each task.
@@ -89,8 +86,6 @@ void schedule_cpu(alg::CassiPinvAlpha op, const Target &t, const CassiCpuKnobs &
   vectorize_rows_at(op.normalized, op.x, task, t);
 }
 
-void schedule_cpu(alg::CassiShift op, const Target &t, const CassiCpuKnobs &k) {
-  schedule_cube_output(op.out, t, k);
-}
+void schedule_cpu(alg::CassiShift op, const Target &t, const CassiCpuKnobs &k) { schedule_cube_output(op.out, t, k); }
 
 }  // namespace hpipe::sched

@@ -5,7 +5,8 @@
 // unrolled for kernels of 2..9 taps. Batches of short rows (outputs <= short_row_length, at least
 // one task of them) get their own nest with larger tasks and stages.
 //
-// 10^5 rows of 9, 7 taps: 549 us (70% of BM_stream_copy); 5 rows of 5: 0.56 us; 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-23.
+// 10^5 rows of 9, 7 taps: 549 us (70% of BM_stream_copy); 5 rows of 5: 0.56 us; 2-core AMD EPYC (Zen 4, AVX-512, VM),
+// hpipe_bench median of 3, 2026-11-23.
 #include <algorithm>
 
 #include "schedules/common.h"
@@ -56,9 +57,7 @@ void schedule_cpu(alg::Conv1d op, const Target &t, const Conv1dCpuKnobs &k) {
   // convolution's loads never wait on the stores that just wrote their row (store forwarding).
   // Allocated once per task, folded to one stage (the larger of the two row classes' stages).
   Var px = arg(op.padded, 0), pi = arg(op.padded, 1);
-  op.padded.store_at(op.out, io)
-      .compute_at(op.out, is)
-      .vectorize(px, lanes, TailStrategy::RoundUp);
+  op.padded.store_at(op.out, io).compute_at(op.out, is).vectorize(px, lanes, TailStrategy::RoundUp);
   // A fold of one row fails Halide 14's run-time check ("folded storage dimension ... accessed out
   // of order", every rows_per_stage:1 variant, found by hpipe-tune): one-row stages stay unfolded.
   const int fold = k.short_row_length > 0 ? std::max(k.rows_per_stage, k.short_rows_per_stage) : k.rows_per_stage;

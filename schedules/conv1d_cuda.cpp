@@ -4,7 +4,8 @@
 // fused into the grid's x dimension (its y dimension stops at 65535: 524280 rows of 8). The
 // staging pass costs about one extra read and write of the signal.
 //
-// 10^5 rows of 9, 7 taps: 54.0 us (8% of BM_cuda_copy); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-22.
+// 10^5 rows of 9, 7 taps: 54.0 us (8% of BM_cuda_copy); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3,
+// 2026-11-22.
 #include "schedules/common.h"
 #include "schedules/conv1d.h"
 

@@ -29,8 +29,8 @@ struct MathElementwiseCpuKnobs {
 };
 
 struct MathLogSumExpCpuKnobs {
-  int vector_factor = 4;            // vector width in multiples of the target's natural float width
-  int columns_per_task = 1024;      // columns (i) one task folds over every row
+  int vector_factor = 4;        // vector width in multiples of the target's natural float width
+  int columns_per_task = 1024;  // columns (i) one task folds over every row
 
   template <class F>
   void visit(F &&f) {

@@ -34,9 +34,7 @@ inline std::string slurp(const fs::path &p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-inline void spill(const fs::path &p, const std::string &bytes) {
-  std::ofstream(p, std::ios::binary) << bytes;
-}
+inline void spill(const fs::path &p, const std::string &bytes) { std::ofstream(p, std::ios::binary) << bytes; }
 
 // A scratch folder per test, and the binary run inside it.
 class Cli : public ::testing::Test {

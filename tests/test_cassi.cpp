@@ -4,8 +4,8 @@
 #include <sys/resource.h>
 
 #include <cstring>
-#include <limits>
 #include <iostream>
+#include <limits>
 #include <numeric>
 #include <sstream>
 #include <type_traits>
@@ -21,17 +21,17 @@ using reference::CassiProblem;
 
 const std::vector<CassiProblem> kProblems = {
     // B, C, H, W, step, along_height, per_band_mask
-    {1, 1, 1, 1, 0},           // the smallest problem
-    {2, 3, 5, 7, 1},           // odd sizes
-    {1, 4, 6, 1, 2},           // W = 1
-    {2, 5, 4, 9, 0},           // S = 0: bands stack
-    {2, 5, 4, 9, -2},          // S < 0: bands move left
-    {3, 6, 7, 5, 3, true},     // dispersion along height
-    {1, 9, 33, 17, -1, true},  // negative step along height
+    {1, 1, 1, 1, 0},                 // the smallest problem
+    {2, 3, 5, 7, 1},                 // odd sizes
+    {1, 4, 6, 1, 2},                 // W = 1
+    {2, 5, 4, 9, 0},                 // S = 0: bands stack
+    {2, 5, 4, 9, -2},                // S < 0: bands move left
+    {3, 6, 7, 5, 3, true},           // dispersion along height
+    {1, 9, 33, 17, -1, true},        // negative step along height
     {2, 7, 13, 31, 2, false, true},  // per-band mask
     {1, 4, 11, 3, -5, true, true},   // per-band, height, negative, step > W
-    {1, 28, 19, 61, 2},        // the W4 band count on an odd, non-square image
-    {4, 2, 3, 40, 17},         // step larger than the vector width
+    {1, 28, 19, 61, 2},              // the W4 band count on an odd, non-square image
+    {4, 2, 3, 40, 17},               // step larger than the vector width
 };
 
 std::string describe(const CassiProblem &p) {
@@ -57,12 +57,8 @@ struct CassiInputs {
         y(random_array<T, 3>({p.B, p.Hm(), p.Wm()}, seed + 1)),
         shared_mask(random_array<T, 2>({p.H, p.W}, seed + 2)),
         band_mask(random_array<T, 3>({p.C, p.H, p.W}, seed + 3)) {}
-  Mask<T> mask() const {
-    return p.per_band_mask ? Mask<T>(band_mask.view()) : Mask<T>(shared_mask.view());
-  }
-  std::vector<double> mask_values() const {
-    return p.per_band_mask ? to_doubles(band_mask) : to_doubles(shared_mask);
-  }
+  Mask<T> mask() const { return p.per_band_mask ? Mask<T>(band_mask.view()) : Mask<T>(shared_mask.view()); }
+  std::vector<double> mask_values() const { return p.per_band_mask ? to_doubles(band_mask) : to_doubles(shared_mask); }
 };
 
 template <class T>
@@ -89,14 +85,12 @@ void check_every_op(const CassiProblem &p, Device device, std::uint32_t seed) {
 
   x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_pinv(in.y.view(), in.mask(), d, x_out.view(), on);
-  EXPECT_TRUE(
-      all_near(to_doubles(x_out), reference::cassi_pinv(p, y, m), tolerance::cassi_band_sum_quotient<T>(p.C)))
+  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_pinv(p, y, m), tolerance::cassi_band_sum_quotient<T>(p.C)))
       << "pinv";
 
   x_out = poisoned<T, 4>({p.B, p.C, p.H, p.W});
   cassi_pinv_alpha(in.y.view(), in.mask(), d, x_out.view(), on);
-  EXPECT_TRUE(
-      all_near(to_doubles(x_out), reference::cassi_pinv_alpha(p, y, m), tolerance::cassi_few_roundings<T>()))
+  EXPECT_TRUE(all_near(to_doubles(x_out), reference::cassi_pinv_alpha(p, y, m), tolerance::cassi_few_roundings<T>()))
       << "pinv_alpha";
 
   auto shifted = poisoned<T, 4>({p.B, p.C, p.Hm(), p.Wm()});
@@ -280,10 +274,10 @@ TEST(CassiErrors, ShapeOverflowAndOversizedOutputsFailBeforeAllocating) {
   EXPECT_HPIPE_ERROR(cassi_forward(x.view(), mask.view(), Dispersion{std::numeric_limits<int>::min()}, {Device::cpu}),
                      "hpipe::cassi_forward", "dispersion", "|step| must be at most 2^24");
   auto y = random_array<float, 3>({1, 1, 1 << 20}, 42);
-  EXPECT_HPIPE_ERROR(cassi_adjoint(y.view(), mask.view(), 1 << 12, Dispersion{1}, {Device::cpu}), "hpipe::cassi_adjoint",
-                     "x", "spans more than 2 GiB");
-  EXPECT_HPIPE_ERROR(cassi_pinv(y.view(), mask.view(), huge, Dispersion{4}, {Device::cpu}), "hpipe::cassi_pinv", "bands",
-                     "past 2^63 pixels");
+  EXPECT_HPIPE_ERROR(cassi_adjoint(y.view(), mask.view(), 1 << 12, Dispersion{1}, {Device::cpu}),
+                     "hpipe::cassi_adjoint", "x", "spans more than 2 GiB");
+  EXPECT_HPIPE_ERROR(cassi_pinv(y.view(), mask.view(), huge, Dispersion{4}, {Device::cpu}), "hpipe::cassi_pinv",
+                     "bands", "past 2^63 pixels");
   EXPECT_HPIPE_ERROR(cassi_pinv(y.view(), mask.view(), 1 << 20, Dispersion{2}, {Device::cpu}), "hpipe::cassi_pinv", "y",
                      "is too small for 1048576 bands");
   EXPECT_LT(max_resident_kib() - before, 256 * 1024) << "an output was allocated before the checks";

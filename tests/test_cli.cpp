@@ -65,8 +65,12 @@ TEST_F(Cli, NpyRoundTripsBitExactForEveryTypeAndRank) {
       switch (type) {
         case DType::f32: a = raw(shape, random_values<float>(n, seed++, -3, 3), type); break;
         case DType::f64: a = raw(shape, random_values<double>(n, seed++, -3, 3), type); break;
-        case DType::u8: a = raw(shape, n ? random_integers<std::uint8_t>(n, seed++, 255) : std::vector<std::uint8_t>{}, type); break;
-        case DType::u16: a = raw(shape, n ? random_integers<std::uint16_t>(n, seed++, 65535) : std::vector<std::uint16_t>{}, type); break;
+        case DType::u8:
+          a = raw(shape, n ? random_integers<std::uint8_t>(n, seed++, 255) : std::vector<std::uint8_t>{}, type);
+          break;
+        case DType::u16:
+          a = raw(shape, n ? random_integers<std::uint16_t>(n, seed++, 65535) : std::vector<std::uint16_t>{}, type);
+          break;
       }
       cli::write_npy(path("a.npy"), a);
       ok({"convert", "a.npy", "-o", "b.npy", "--force"});
@@ -100,7 +104,8 @@ TEST_F(Cli, ReadsNumpysOwnNpyFiles) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }";
   header.append(128 - 10 - header.size() - 1, ' ');
   header += '\n';
-  std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) + char(header.size() >> 8) + header;
+  std::string file =
+      std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 0xff) + char(header.size() >> 8) + header;
   for (int i = 0; i < 6; i++) {
     const float f = float(i);
     file.append(reinterpret_cast<const char *>(&f), 4);
@@ -117,7 +122,9 @@ TEST_F(Cli, ReadsNumpysOwnNpyFiles) {
 
 TEST_F(Cli, StacksFromGlobFolderListAndFilesInBandOrder) {
   fs::create_directory(dir / "bands");
-  for (int b : {10, 2, 1}) cli::write_npy(path("bands/band_" + std::to_string(b) + ".npy"), raw({2, 3}, std::vector<float>(6, float(b)), DType::f32));
+  for (int b : {10, 2, 1})
+    cli::write_npy(path("bands/band_" + std::to_string(b) + ".npy"),
+                   raw({2, 3}, std::vector<float>(6, float(b)), DType::f32));
   auto bands_of = [&](const std::string &file) {
     std::vector<float> v = values_of<float>(cli::read_npy(path(file)));
     std::vector<float> first;
@@ -142,7 +149,9 @@ TEST_F(Cli, StacksFromGlobFolderListAndFilesInBandOrder) {
 }
 
 TEST_F(Cli, NaturalSortPutsBand2BeforeBand10) {
-  for (int b : {2, 10, 1, 100, 20}) cli::write_png(path("band_" + std::to_string(b) + ".png"), raw({1, 1}, std::vector<std::uint8_t>{std::uint8_t(b)}, DType::u8), std::nullopt);
+  for (int b : {2, 10, 1, 100, 20})
+    cli::write_png(path("band_" + std::to_string(b) + ".png"),
+                   raw({1, 1}, std::vector<std::uint8_t>{std::uint8_t(b)}, DType::u8), std::nullopt);
   ok({"convert", "band_*.png", "-o", "s.npy", "--raw", "--type", "f32"});
   EXPECT_EQ(values_of<float>(cli::read_npy(path("s.npy"))), (std::vector<float>{1, 2, 10, 20, 100}));
 }
@@ -153,7 +162,8 @@ TEST_F(Cli, TypeAndScaleClampRoundAndReportClipping) {
   cli::write_npy(path("v.npy"), raw({1, 4}, std::vector<float>{-1.0f, 0.25f, 1.0f, 2.0f}, DType::f32));
   Result r = ok({"convert", "v.npy", "-o", "clip.png", "--type", "u8", "--json"});
   EXPECT_NE(r.out.find("\"clipped\": 2"), std::string::npos) << r.out;
-  EXPECT_EQ(values_of<std::uint8_t>(cli::read_png(path("clip.png")).array), (std::vector<std::uint8_t>{0, 64, 255, 255}));
+  EXPECT_EQ(values_of<std::uint8_t>(cli::read_png(path("clip.png")).array),
+            (std::vector<std::uint8_t>{0, 64, 255, 255}));
   r = ok({"convert", "v.npy", "-o", "clip16.png"});  // PNG defaults to u16; the warning names the file
   EXPECT_NE(r.err.find("clip16.png: 2 values"), std::string::npos) << r.err;
   ok({"convert", "v.npy", "-o", "auto.png", "--scale", "auto"});
@@ -193,7 +203,8 @@ TEST_F(Cli, RefusesToOverwriteInputsAndExistingOutputsWithoutForce) {
 // ---- subcommands against the C++ API ----
 
 TEST_F(Cli, SynthWritesTheLibrarysSceneAndMask) {
-  ok({"synth", "-o", "scene.npy", "--mask", "mask.npy", "--bands", "5", "--height", "9", "--width", "11", "--seed", "3"});
+  ok({"synth", "-o", "scene.npy", "--mask", "mask.npy", "--bands", "5", "--height", "9", "--width", "11", "--seed",
+      "3"});
   expect_same(cli::read_npy(path("scene.npy")), raw_of(synth_scene(5, 9, 11)));
   expect_same(cli::read_npy(path("mask.npy")), raw_of(synth_mask(9, 11, 3)));
   ok({"synth", "-o", "png/band_%02d.png", "--bands", "3", "--height", "4", "--width", "6"});
@@ -222,8 +233,9 @@ void check_cassi(const Cli &t, const CassiCase &c, std::uint32_t seed) {
   cli::write_npy(t.path("x.npy"), raw(shape(x.shape()), std::vector<T>(x.data(), x.data() + x.size()), type));
   cli::write_npy(t.path("y.npy"), raw(shape(y.shape()), std::vector<T>(y.data(), y.data() + y.size()), type));
   cli::write_npy(t.path("mask.npy"), c.per_band ? raw_of(band) : raw_of(shared));
-  const std::vector<std::string> common = {"--mask", "mask.npy", "--step", std::to_string(c.step), "--axis",
-                                           c.along_y ? "y" : "x", "--device", "cpu", "--force", "-q"};
+  const std::vector<std::string> common = {
+      "--mask", "mask.npy", "--step", std::to_string(c.step), "--axis", c.along_y ? "y" : "x", "--device",
+      "cpu",    "--force",  "-q"};
   auto cli = [&](std::vector<std::string> args) {
     args.insert(args.end(), common.begin(), common.end());
     t.ok(args);
@@ -245,9 +257,9 @@ void check_cassi(const Cli &t, const CassiCase &c, std::uint32_t seed) {
 
 TEST_F(Cli, CassiMatchesTheApiBitForBit) {
   const std::vector<CassiCase> cases = {
-      {1, 5, 7, 9, 2, false, false},   // the usual layout, odd sizes
-      {2, 3, 6, 5, -3, true, false},   // a batch, negative step along y
-      {1, 4, 5, 8, 1, false, true},    // per-band mask
+      {1, 5, 7, 9, 2, false, false},  // the usual layout, odd sizes
+      {2, 3, 6, 5, -3, true, false},  // a batch, negative step along y
+      {1, 4, 5, 8, 1, false, true},   // per-band mask
   };
   std::uint32_t seed = 100;
   for (const auto &c : cases) {
@@ -268,8 +280,9 @@ TEST_F(Cli, CassiReadsBandStacksAndWritesThem) {
   ok({"convert", "mask.png", "-o", "m.npy", "--type", "f32"});
   const auto xs = cli::read_npy(path("x.npy")), ms = cli::read_npy(path("m.npy"));
   std::vector<float> xv = values_of<float>(xs), mv = values_of<float>(ms);
-  const auto y = cassi_forward(View<const float, 4>(xv.data(), {1, 6, 10, 12}), View<const float, 2>(mv.data(), {10, 12}),
-                               Dispersion{2, Axis::width}, Options{Device::cpu});
+  const auto y =
+      cassi_forward(View<const float, 4>(xv.data(), {1, 6, 10, 12}), View<const float, 2>(mv.data(), {10, 12}),
+                    Dispersion{2, Axis::width}, Options{Device::cpu});
   ok({"convert", "y.png", "-o", "y.npy", "--type", "f32"});
   const std::vector<float> got = values_of<float>(cli::read_npy(path("y.npy")));
   double top = 0;
@@ -334,8 +347,9 @@ void check_dot(const Cli &t, std::int64_t B, std::int64_t C, std::int64_t H, std
       for (std::int64_t i = 0; i < n; i++) spectra(c, i) = w[std::size_t(c)];
     Array<T, 3> expected({B, H, W});
     for (std::int64_t b = 0; b < B; b++)
-      batched_dot(View<const T, 2>(x.data() + b * C * n, {n, C}, {1, n}), View<const T, 2>(spectra.data(), {n, C}, {1, n}),
-                  View<T, 1>(expected.data() + b * n, {n}), Options{Device::cpu});
+      batched_dot(View<const T, 2>(x.data() + b * C * n, {n, C}, {1, n}),
+                  View<const T, 2>(spectra.data(), {n, C}, {1, n}), View<T, 1>(expected.data() + b * n, {n}),
+                  Options{Device::cpu});
     RawArray e = raw_of(expected);
     if (B == 1) e.shape.erase(e.shape.begin());
     const RawArray got = cli::read_npy(t.path("out.npy"));
@@ -370,7 +384,8 @@ TEST_F(Cli, DotErrorsNameTheArgument) {
   fails({"dot", "x.npy", "-o", "d.npy"}, 2, {"--with is required"});
   fails({"dot", "--with", "1,2,3", "-o", "d.npy"}, 2, {"expected an input STACK"});
   fails({"dot", "x.npy", "--with", "1,2", "-o", "d.npy"}, 1, {"1,2", "expected a spectrum of 3 values", "(2,)"});
-  fails({"dot", "x.npy", "--with", "x.npy", "-o", "d.npy"}, 1, {"x.npy", "expected a spectrum of 3 values", "(3, 4, 5)"});
+  fails({"dot", "x.npy", "--with", "x.npy", "-o", "d.npy"}, 1,
+        {"x.npy", "expected a spectrum of 3 values", "(3, 4, 5)"});
   fails({"dot", "img.npy", "--with", "1,2,3", "-o", "d.npy"}, 1, {"img.npy", "(4, 5) is not a band stack"});
   fails({"dot", "x.npy", "--with", "nope.npy", "-o", "d.npy"}, 1, {"nope.npy", "cannot open"});
 }
@@ -382,7 +397,8 @@ std::vector<T> conv1d_by_rows(const std::vector<T> &x, const std::vector<std::in
   std::int64_t outer = 1, inner = 1;
   for (std::size_t d = 0; d < a; d++) outer *= shape[d];
   for (std::size_t d = a + 1; d < shape.size(); d++) inner *= shape[d];
-  const std::int64_t la = shape[a], n = outer * inner, lv = per_row ? std::int64_t(taps.size()) / n : std::int64_t(taps.size());
+  const std::int64_t la = shape[a], n = outer * inner,
+                     lv = per_row ? std::int64_t(taps.size()) / n : std::int64_t(taps.size());
   const std::int64_t lo = conv1d_length(la, lv, mode);
   Array<T, 2> rows({n, la});
   for (std::int64_t o = 0; o < outer; o++)
@@ -410,17 +426,21 @@ void check_conv1d(const Cli &t, std::uint32_t seed) {
   for (const auto &[axis, a] : axes)
     for (const auto mode : {ConvMode::full, ConvMode::same, ConvMode::valid}) {
       SCOPED_TRACE("axis " + axis + " mode " + to_string(mode) + (sizeof(T) == 8 ? " f64" : " f32"));
-      t.ok({"conv1d", "x.npy", "--taps", text, "--axis", axis, "--mode", to_string(mode), "-o", "out.npy", "--force", "-q", "--device", "cpu"});
+      t.ok({"conv1d", "x.npy", "--taps", text, "--axis", axis, "--mode", to_string(mode), "-o", "out.npy", "--force",
+            "-q", "--device", "cpu"});
       std::vector<std::int64_t> out_shape = shape;
       out_shape[a] = conv1d_length(shape[a], 3, mode);
-      expect_same(cli::read_npy(t.path("out.npy")), raw(out_shape, conv1d_by_rows(x, shape, a, shared, false, mode), type));
+      expect_same(cli::read_npy(t.path("out.npy")),
+                  raw(out_shape, conv1d_by_rows(x, shape, a, shared, false, mode), type));
       // One kernel per signal, of 4 taps (longer than the band axis): (N, 4) from a file.
       const std::int64_t n = 4 * 5 * 7 / shape[a];
       const std::vector<T> taps = random_values<T>(std::size_t(n * 4), seed + 1, -1, 1);
       cli::write_npy(t.path("k.npy"), raw({n, 4}, taps, type));
-      t.ok({"conv1d", "x.npy", "--taps-file", "k.npy", "--axis", axis, "--mode", to_string(mode), "-o", "out.npy", "--force", "-q", "--device", "cpu"});
+      t.ok({"conv1d", "x.npy", "--taps-file", "k.npy", "--axis", axis, "--mode", to_string(mode), "-o", "out.npy",
+            "--force", "-q", "--device", "cpu"});
       out_shape[a] = conv1d_length(shape[a], 4, mode);
-      expect_same(cli::read_npy(t.path("out.npy")), raw(out_shape, conv1d_by_rows(x, shape, a, taps, true, mode), type));
+      expect_same(cli::read_npy(t.path("out.npy")),
+                  raw(out_shape, conv1d_by_rows(x, shape, a, taps, true, mode), type));
     }
 }
 
@@ -442,7 +462,8 @@ TEST_F(Cli, Conv1dErrorsNameTheArgument) {
   fails({"conv1d", "x.npy", "--taps", "1,2", "--axis", "z", "-o", "c.npy"}, 2, {"--axis", "x, y or band", "'z'"});
   fails({"conv1d", "x.npy", "--taps", "1,2", "--mode", "wide", "-o", "c.npy"}, 2, {"--mode", "'wide'"});
   fails({"conv1d", "x.npy", "--taps", "1,2", "--axis", "band", "-o", "c.npy"}, 1, {"x.npy", "(4, 5) has no axis band"});
-  fails({"conv1d", "x.npy", "--taps-file", "k.npy", "-o", "c.npy"}, 1, {"k.npy", "(4, Lv) one row per signal", "(3, 2)"});
+  fails({"conv1d", "x.npy", "--taps-file", "k.npy", "-o", "c.npy"}, 1,
+        {"k.npy", "(4, Lv) one row per signal", "(3, 2)"});
 }
 
 struct ReconCase {
@@ -475,18 +496,22 @@ TEST_F(Cli, ReconMatchesTheApiAndReportsQuality) {
   admm.gamma = 0.5;
   const std::vector<ReconCase> cases = {
       {"gap-tv", {"--tv-weight", "0.05", "--tv-iters", "3", "--lambda", "0.75"}, gap},
-      {"gap-tv", {"--tv-weight", "0.05", "--tv-iters", "3", "--lambda", "0.75", "--no-accelerate", "--vectorial"}, plain},
+      {"gap-tv",
+       {"--tv-weight", "0.05", "--tv-iters", "3", "--lambda", "0.75", "--no-accelerate", "--vectorial"},
+       plain},
       {"admm-tv", {"--tv-weight", "0.05", "--tv-iters", "3", "--lambda", "0.75", "--gamma", "0.5"}, admm},
   };
   for (const auto &c : cases) {
     SCOPED_TRACE(c.method + std::string(c.flags.size() > 6 ? " " + c.flags[6] : ""));
-    std::vector<std::string> args = {"recon", c.method, "y.npy", "--mask", "mask.npy", "--step", "-1", "--axis", "y",
-                                     "--iters", "3", "--truth", "scene.npy", "-o", "out.npy", "--force", "--device", "cpu"};
+    std::vector<std::string> args = {"recon",     c.method, "y.npy",   "--mask",  "mask.npy", "--step",
+                                     "-1",        "--axis", "y",       "--iters", "3",        "--truth",
+                                     "scene.npy", "-o",     "out.npy", "--force", "--device", "cpu"};
     args.insert(args.end(), c.flags.begin(), c.flags.end());
     const Result r = ok(args);
     std::vector<double> residuals;
-    const auto x = reconstruct(parse_recon_method(c.method), y.view(), mask.view(), C, c.params,
-                               [&](const IterationInfo &it) { residuals.push_back(it.residual); }, cpu);
+    const auto x = reconstruct(
+        parse_recon_method(c.method), y.view(), mask.view(), C, c.params,
+        [&](const IterationInfo &it) { residuals.push_back(it.residual); }, cpu);
     RawArray e = raw_of(x);
     e.shape.erase(e.shape.begin());
     expect_same(cli::read_npy(path("out.npy")), e);
@@ -501,13 +526,15 @@ TEST_F(Cli, ReconMatchesTheApiAndReportsQuality) {
     EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
     std::snprintf(line, sizeof line, " mean: PSNR %.2f dB, SSIM %.4f\n", q.mean_psnr, q.mean_ssim);
     EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
-    const auto p = band_quality(View<const float, 3>(cassi_pinv(y.view(), mask.view(), C, d, cpu).data(), {C, H, W}), scene.view());
+    const auto p = band_quality(View<const float, 3>(cassi_pinv(y.view(), mask.view(), C, d, cpu).data(), {C, H, W}),
+                                scene.view());
     std::snprintf(line, sizeof line, "pinv mean: PSNR %.2f dB, SSIM %.4f\n", p.mean_psnr, p.mean_ssim);
     EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
   }
   // A batch: (B, H', W') in, (B, C, H, W) out, quality per item.
   Array<float, 4> scenes({2, C, H, W});
-  for (std::int64_t i = 0; i < scenes.size(); i++) scenes.data()[i] = scene.data()[i % scene.size()] * (i < scene.size() ? 1.0f : 0.5f);
+  for (std::int64_t i = 0; i < scenes.size(); i++)
+    scenes.data()[i] = scene.data()[i % scene.size()] * (i < scene.size() ? 1.0f : 0.5f);
   const auto yb = cassi_forward(scenes.view(), mask.view(), d, cpu);
   cli::write_npy(path("scenes.npy"), raw_of(scenes));
   cli::write_npy(path("ys.npy"), raw_of(yb));
@@ -520,7 +547,8 @@ TEST_F(Cli, ReconMatchesTheApiAndReportsQuality) {
   two.iterations = 2;
   two.lambda = 1;
   two.tv = TvParams{};
-  expect_same(cli::read_npy(path("j.npy")), raw_of(reconstruct(ReconMethod::gap_tv, yb.view(), mask.view(), C, two, {}, cpu)));
+  expect_same(cli::read_npy(path("j.npy")),
+              raw_of(reconstruct(ReconMethod::gap_tv, yb.view(), mask.view(), C, two, {}, cpu)));
 }
 
 // Issue #20: a float64 mask (NumPy's default) made the whole reconstruction float64, 2.5-3x slower,
@@ -538,8 +566,8 @@ TEST_F(Cli, PrecisionFollowsTheInputsUnlessChosenAndIsReported) {
   ys.shape.erase(ys.shape.begin());
   cli::write_npy(path("y.npy"), ys);
   cli::write_npy(path("mask64.npy"), raw_of(mask64));
-  const std::vector<std::string> recon = {"recon", "gap-tv", "y.npy", "--mask", "mask64.npy", "--iters", "2",
-                                          "--device", "cpu", "--force"};
+  const std::vector<std::string> recon = {"recon",   "gap-tv", "y.npy",    "--mask", "mask64.npy",
+                                          "--iters", "2",      "--device", "cpu",    "--force"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = recon;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -620,9 +648,11 @@ void check_map_and_logsumexp(const Cli &t, std::uint32_t seed) {
   expect_same(cli({"logsumexp", "x.npy", "--axis", "y"}), raw_of(logsumexp(xv, 1, cpu)));
   expect_same(cli({"logsumexp", "x.npy", "--axis", "x"}), raw_of(logsumexp(xv, 2, cpu)));
   cli::write_npy(t.path("m.npy"), raw({12, 10}, x, type));
-  expect_same(cli({"logsumexp", "m.npy", "--axis", "y"}), raw_of(logsumexp(View<const T, 2>(x.data(), {12, 10}), 0, cpu)));
+  expect_same(cli({"logsumexp", "m.npy", "--axis", "y"}),
+              raw_of(logsumexp(View<const T, 2>(x.data(), {12, 10}), 0, cpu)));
   cli::write_npy(t.path("v.npy"), raw({120}, x, type));
-  expect_same(cli({"logsumexp", "v.npy", "--axis", "x"}), raw({}, std::vector<T>{logsumexp(View<const T, 1>(x.data(), {120}), cpu)}, type));
+  expect_same(cli({"logsumexp", "v.npy", "--axis", "x"}),
+              raw({}, std::vector<T>{logsumexp(View<const T, 1>(x.data(), {120}), cpu)}, type));
 }
 
 TEST_F(Cli, MapAndLogsumexpMatchTheApiBitForBit) {
@@ -660,12 +690,13 @@ std::string png_declaring(std::uint32_t width, std::uint32_t height) {
   for (std::uint32_t v : {width, height})
     for (int s = 24; s >= 0; s -= 8) ihdr += char((v >> s) & 0xff);
   ihdr += std::string("\x08\x00\x00\x00\x00", 5);
-  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + chunk("IDAT", std::string("\x78\x9c\x63\x00\x00\x00\x01\x00\x01", 9)) +
-         chunk("IEND", "");
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) +
+         chunk("IDAT", std::string("\x78\x9c\x63\x00\x00\x00\x01\x00\x01", 9)) + chunk("IEND", "");
 }
 
 TEST_F(Cli, BadPngFilesFailCleanly) {
-  cli::write_png(path("good.png"), raw({40, 50}, random_integers<std::uint16_t>(2000, 5, 65535), DType::u16), std::nullopt);
+  cli::write_png(path("good.png"), raw({40, 50}, random_integers<std::uint16_t>(2000, 5, 65535), DType::u16),
+                 std::nullopt);
   const std::string good = slurp(dir / "good.png");
   spill(dir / "truncated.png", good.substr(0, good.size() / 2));
   spill(dir / "magic.png", "GIF89a this is not a PNG at all");
@@ -677,8 +708,9 @@ TEST_F(Cli, BadPngFilesFailCleanly) {
   crc[40] = char(crc[40] ^ 0x55);  // inside IDAT: its CRC no longer matches
   spill(dir / "crc.png", crc);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"truncated.png", "truncated"}, {"magic.png", "not a PNG file (wrong magic)"}, {"empty.png", "empty file"},
-      {"huge.png", "declares 100000 x 100000 pixels"}, {"toowide.png", "corrupt PNG"}, {"zero.png", "corrupt PNG"},
+      {"truncated.png", "truncated"}, {"magic.png", "not a PNG file (wrong magic)"},
+      {"empty.png", "empty file"},    {"huge.png", "declares 100000 x 100000 pixels"},
+      {"toowide.png", "corrupt PNG"}, {"zero.png", "corrupt PNG"},
       {"crc.png", "corrupt PNG"}};
   for (const auto &[file, what] : cases) {
     SCOPED_TRACE(file);
@@ -688,7 +720,8 @@ TEST_F(Cli, BadPngFilesFailCleanly) {
   // One bad band spoils the stack, and nothing is written.
   fs::create_directory(dir / "stack");
   cli::write_png(path("stack/b_1.png"), raw({2, 2}, std::vector<std::uint8_t>{1, 2, 3, 4}, DType::u8), std::nullopt);
-  cli::write_png(path("stack/b_2.png"), raw({2, 3}, std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}, DType::u8), std::nullopt);
+  cli::write_png(path("stack/b_2.png"), raw({2, 3}, std::vector<std::uint8_t>{1, 2, 3, 4, 5, 6}, DType::u8),
+                 std::nullopt);
   fails({"convert", "stack", "-o", "out/b_%d.png"}, 1, {"stack/b_2.png", "mismatched band sizes"});
   fails({"convert", "nothing_*.png", "-o", "out.npy"}, 1, {"nothing_*.png", "no files match"});
   fails({"convert", "missing.png", "-o", "out.npy"}, 1, {"missing.png", "cannot open"});
@@ -711,9 +744,13 @@ TEST_F(Cli, BadNpyFilesFailCleanly) {
   spill(dir / "empty.npy", "");
   spill(dir / "header.npy", std::string("\x93NUMPY\x01\x00\xff\x7f{'descr'", 17));
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"fortran.npy", "Fortran-order"}, {"big.npy", "big-endian"}, {"int.npy", "unsupported dtype '<i4'"},
+      {"fortran.npy", "Fortran-order"},
+      {"big.npy", "big-endian"},
+      {"int.npy", "unsupported dtype '<i4'"},
       {"short.npy", "truncated .npy: shape (2, 3) of float32 needs 24 bytes of data, the file has 20"},
-      {"huge.npy", "truncated .npy"}, {"magic.npy", "wrong magic"}, {"empty.npy", "empty file"},
+      {"huge.npy", "truncated .npy"},
+      {"magic.npy", "wrong magic"},
+      {"empty.npy", "empty file"},
       {"header.npy", "truncated header"}};
   for (const auto &[file, what] : cases) {
     SCOPED_TRACE(file);
@@ -732,17 +769,20 @@ std::string png_file(std::uint32_t width, std::uint32_t height, int depth, int c
   ihdr += {char(depth), char(colour), 0, 0, 0};
   uLongf packed_size = compressBound(rows.size());
   std::string packed(packed_size, '\0');
-  EXPECT_EQ(compress(reinterpret_cast<Bytef *>(packed.data()), &packed_size, reinterpret_cast<const Bytef *>(rows.data()),
-                     rows.size()), Z_OK);
+  EXPECT_EQ(compress(reinterpret_cast<Bytef *>(packed.data()), &packed_size,
+                     reinterpret_cast<const Bytef *>(rows.data()), rows.size()),
+            Z_OK);
   packed.resize(packed_size);
-  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + before_idat + chunk("IDAT", packed) + chunk("IEND", "");
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + before_idat + chunk("IDAT", packed) +
+         chunk("IEND", "");
 }
 
 // libpng allocated and zeroed the 2 GB a 44-byte file's tEXt chunk declared.
 TEST_F(Cli, PngChunkLongerThanTheFileIsRefusedBeforeAnyAllocation) {
   std::string ihdr = png_file(1, 1, 8, 0, std::string(2, '\0')).substr(8, 25);
   spill(dir / "text.png", std::string("\x89PNG\r\n\x1a\n", 8) + ihdr + std::string("\x7f\xff\xff\xff", 4) + "tEXta\0b");
-  fails({"info", "text.png"}, 1, {"text.png: corrupt PNG: chunk 'tEXt' declares 2147483647 bytes, but only 0 follow it"});
+  fails({"info", "text.png"}, 1,
+        {"text.png: corrupt PNG: chunk 'tEXt' declares 2147483647 bytes, but only 0 follow it"});
   // Chunks hpipe has no use for are skipped, the hpipe-scale text still counts.
   const std::string scale = chunk("zTXt", std::string("Comment\0\0", 9) + "\x78\x9c\x03\x00\x00\x00\x00\x01") +
                             chunk("tEXt", std::string("hpipe-scale\0", 12) + "-2 2");
@@ -754,8 +794,10 @@ TEST_F(Cli, PngChunkLongerThanTheFileIsRefusedBeforeAnyAllocation) {
 TEST_F(Cli, PngScaleMustBeFiniteAndOrdered) {
   for (const std::string text : {"-inf inf", "nan 1", "0 inf", "3 3"}) {
     SCOPED_TRACE(text);
-    spill(dir / "s.png", png_file(1, 1, 8, 0, std::string("\0\7", 2), chunk("tEXt", "hpipe-scale" + std::string(1, '\0') + text)));
-    fails({"convert", "s.png", "-o", "s.npy"}, 1, {"s.png: corrupt PNG: its hpipe-scale text", "finite numbers with MIN < MAX"});
+    spill(dir / "s.png",
+          png_file(1, 1, 8, 0, std::string("\0\7", 2), chunk("tEXt", "hpipe-scale" + std::string(1, '\0') + text)));
+    fails({"convert", "s.png", "-o", "s.npy"}, 1,
+          {"s.png: corrupt PNG: its hpipe-scale text", "finite numbers with MIN < MAX"});
   }
 }
 
@@ -769,7 +811,8 @@ TEST_F(Cli, PngReadAndWriteLimitsAgree) {
   ok({"convert", "wide.png", "-o", "again.png"});
   EXPECT_EQ(values_of<std::uint8_t>(cli::read_png(path("again.png")).array),
             std::vector<std::uint8_t>(row.begin() + 1, row.end()));
-  cli::write_npy(path("wider.npy"), raw({1, widest + 1}, std::vector<std::uint8_t>(std::size_t(widest + 1), 1), DType::u8));
+  cli::write_npy(path("wider.npy"),
+                 raw({1, widest + 1}, std::vector<std::uint8_t>(std::size_t(widest + 1), 1), DType::u8));
   fails({"convert", "wider.npy", "-o", "out.png"}, 2, {"out.png: images of 1 x 1048577 pixels", "1048576 per side"});
   spill(dir / "wider.png", png_file(std::uint32_t(widest + 1), 1, 8, 0, std::string(std::size_t(widest + 2), '\0')));
   fails({"info", "wider.png"}, 1, {"wider.png: corrupt PNG: Invalid IHDR data (Image width exceeds user limit"});
@@ -819,8 +862,9 @@ TEST_F(Cli, NamedPipesAreReadOnce) {
     ASSERT_EQ(mkfifo(path("pipe").c_str(), 0600), 0);
     ok({"convert", "pipe", "-o", "out.npy", "--force"}, "(cat " + source + " > pipe &) && timeout 60");
     expect_same(cli::read_npy(path("out.npy")), source == "a.npy" ? a : g);
-    EXPECT_NE(ok({"info", "pipe"}, "(cat " + source + " > pipe &) && timeout 60").out.find(source == "a.npy" ? "NPY" : "PNG"),
-              std::string::npos);
+    EXPECT_NE(
+        ok({"info", "pipe"}, "(cat " + source + " > pipe &) && timeout 60").out.find(source == "a.npy" ? "NPY" : "PNG"),
+        std::string::npos);
     fs::remove(dir / "pipe");
   }
 }
@@ -856,8 +900,8 @@ TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {
   fails({"synth", "-o", "s.npy", "--device", "tpu"}, 2, {"--device", "'tpu'"});
   fails({"synth", "-o", "s.npy", "--threads", "-1"}, 2, {"--threads"});
   const Result all = ok({"--help"});
-  for (const char *c :
-       {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon", "map", "logsumexp", "preview", "batch"}) {
+  for (const char *c : {"info", "convert", "diff", "synth", "cassi", "dot", "conv1d", "recon", "map", "logsumexp",
+                        "preview", "batch"}) {
     SCOPED_TRACE(c);
     EXPECT_NE(all.out.find(std::string("  ") + c), std::string::npos);
     const Result r = ok({c, "--help"});
@@ -870,7 +914,8 @@ TEST_F(Cli, QuietJsonAndDiff) {
   ok({"synth", "-o", "a.npy", "--bands", "2", "--height", "3", "--width", "4"});
   EXPECT_EQ(ok({"synth", "-o", "b.npy", "--bands", "2", "--height", "3", "--width", "4", "-q"}).out, "");
   const Result r = ok({"diff", "a.npy", "b.npy", "--json", "--threads", "1"});
-  for (const char *part : {"\"command\": \"diff\"", "\"max_abs\": 0", "\"unequal\": 0", "\"times_ms\"", "\"threads\": 1"})
+  for (const char *part :
+       {"\"command\": \"diff\"", "\"max_abs\": 0", "\"unequal\": 0", "\"times_ms\"", "\"threads\": 1"})
     EXPECT_NE(r.out.find(part), std::string::npos) << r.out << " lacks " << part;
   EXPECT_EQ(r.err, "");  // no progress bar when stderr is not a terminal
 }
@@ -878,18 +923,19 @@ TEST_F(Cli, QuietJsonAndDiff) {
 TEST_F(Cli, CudaDeviceRunsOrSaysWhyNot) {
   cli::write_npy(path("x.npy"), raw({3, 4, 5}, random_values<float>(60, 1, 0.1, 1), DType::f32));
   cli::write_npy(path("m.npy"), raw({4, 5}, random_values<float>(20, 2, 0.1, 1), DType::f32));
-  const std::vector<std::string> args = {"cassi", "forward", "x.npy", "--mask", "m.npy", "-o", "y.npy", "--device", "cuda"};
+  const std::vector<std::string> args = {"cassi", "forward", "x.npy",    "--mask", "m.npy",
+                                         "-o",    "y.npy",   "--device", "cuda"};
   if (cuda_available()) {
     ok(args);
     ok({"cassi", "forward", "x.npy", "--mask", "m.npy", "-o", "y_cpu.npy", "--device", "cpu"});
-    const auto a = values_of<float>(cli::read_npy(path("y.npy"))), b = values_of<float>(cli::read_npy(path("y_cpu.npy")));
+    const auto a = values_of<float>(cli::read_npy(path("y.npy"))),
+               b = values_of<float>(cli::read_npy(path("y_cpu.npy")));
     EXPECT_TRUE(all_near(std::vector<double>(a.begin(), a.end()), std::vector<double>(b.begin(), b.end()), {0, 1e-5}));
   } else {
     fails(args, 1, {"CUDA"});
     GTEST_SKIP() << "no usable GPU (checked the error instead): " << cuda_unavailable_reason();
   }
 }
-
 
 // ---- batch ----
 
@@ -902,14 +948,16 @@ void write_measurements(const Cli &t, int count) {
   for (int k = 0; k < count; k++) {
     auto scene = synth_scene(C, H, W);
     for (std::int64_t i = 0; i < scene.size(); i++) scene.data()[i] *= 1.0f - 0.1f * float(k);
-    const auto y = cassi_forward(View<const float, 4>(scene.data(), {1, C, H, W}), mask.view(), Dispersion{}, Options{Device::cpu});
+    const auto y = cassi_forward(View<const float, 4>(scene.data(), {1, C, H, W}), mask.view(), Dispersion{},
+                                 Options{Device::cpu});
     RawArray ys = raw_of(y);
     ys.shape.erase(ys.shape.begin());
     cli::write_npy(t.path("meas/y" + std::to_string(k) + ".npy"), ys);
   }
 }
 
-const std::vector<std::string> kReconItem = {"--mask", "mask.npy", "--iters", "3", "--tv-iters", "2", "--device", "cpu"};
+const std::vector<std::string> kReconItem = {"--mask",     "mask.npy", "--iters",  "3",
+                                             "--tv-iters", "2",        "--device", "cpu"};
 
 std::vector<std::string> batch(std::vector<std::string> args) {
   args.insert(args.begin(), {"batch", "recon", "gap-tv"});
@@ -927,7 +975,8 @@ std::set<std::string> names_in(const fs::path &dir) {
 TEST_F(Cli, BatchGivesTheSingleCallsResultsAndShardsPartitionTheItems) {
   write_measurements(*this, 5);
   const Result all = ok(batch({"meas", "-o", "all", "--json"}));
-  for (const char *part : {"\"items\": 5", "\"selected\": 5", "\"done\": 5", "\"skipped\": 0", "\"failed\": 0", "\"items_per_s\": "})
+  for (const char *part :
+       {"\"items\": 5", "\"selected\": 5", "\"done\": 5", "\"skipped\": 0", "\"failed\": 0", "\"items_per_s\": "})
     EXPECT_NE(all.out.find(part), std::string::npos) << all.out << " lacks " << part;
   const std::set<std::string> expected = {"y0.npy", "y1.npy", "y2.npy", "y3.npy", "y4.npy"};
   ASSERT_EQ(names_in(dir / "all"), expected);
@@ -939,7 +988,8 @@ TEST_F(Cli, BatchGivesTheSingleCallsResultsAndShardsPartitionTheItems) {
   }
   // Shards 0/3, 1/3, 2/3 into one folder: items i, i+3, ...; together exactly the unsharded run.
   for (int s = 0; s < 3; s++) {
-    const Result r = ok(batch({"meas", "-o", "sharded", "--json", "--workers", "1", "--shard", std::to_string(s) + "/3"}));
+    const Result r =
+        ok(batch({"meas", "-o", "sharded", "--json", "--workers", "1", "--shard", std::to_string(s) + "/3"}));
     const std::string done = "\"done\": " + std::to_string(s < 2 ? 2 : 1);
     EXPECT_NE(r.out.find(done), std::string::npos) << r.out;
   }
@@ -961,7 +1011,8 @@ TEST_F(Cli, BatchGivesTheSingleCallsResultsAndShardsPartitionTheItems) {
   // A manifest: one input a line, relative to its folder.
   spill(dir / "meas" / "some.txt", "# two of them\ny3.npy\n\n  y1.npy\n");
   const Result listed = ok({"batch", "recon", "gap-tv", "meas/some.txt", "--mask", "mask.npy", "-o", "all", "--list"});
-  EXPECT_EQ(listed.out.rfind("complete meas/y3.npy -> all/y3.npy\ncomplete meas/y1.npy -> all/y1.npy\n", 0), 0u) << listed.out;
+  EXPECT_EQ(listed.out.rfind("complete meas/y3.npy -> all/y3.npy\ncomplete meas/y1.npy -> all/y1.npy\n", 0), 0u)
+      << listed.out;
   ok(batch({"meas/some.txt", "-o", "listed"}));
   EXPECT_EQ(names_in(dir / "listed"), (std::set<std::string>{"y1.npy", "y3.npy"}));
   EXPECT_EQ(slurp(dir / "listed" / "y3.npy"), slurp(dir / "all" / "y3.npy"));
@@ -972,7 +1023,8 @@ TEST_F(Cli, BatchFailsOnlyTheCorruptItemAndResumesOnlyMissingOnes) {
   spill(dir / "meas" / "bad.npy", std::string("\x93NUMPY\x01\x00", 8) + "truncated");
   const Result r = run(batch({"meas", "-o", "out", "--json"}));
   EXPECT_EQ(r.rc, 1) << r.err;
-  for (const char *part : {"\"done\": 4", "\"failed\": 1", "\"failures\": [{\"input\": \"meas/bad.npy\"", "\"error\": \"meas/bad.npy: "})
+  for (const char *part :
+       {"\"done\": 4", "\"failed\": 1", "\"failures\": [{\"input\": \"meas/bad.npy\"", "\"error\": \"meas/bad.npy: "})
     EXPECT_NE(r.out.find(part), std::string::npos) << r.out << " lacks " << part;
   EXPECT_NE(r.err.find("hpipe: warning: meas/bad.npy: "), std::string::npos) << r.err;  // the retry
   EXPECT_NE(r.err.find("hpipe: error: meas/bad.npy: "), std::string::npos) << r.err;
@@ -1005,7 +1057,8 @@ TEST_F(Cli, BatchStoppedMidRunLeavesOnlyWholeOutputsAndResumes) {
   const int items = 10;
   for (int k = 0; k < items; k++) {
     const auto scene = synth_scene(C, H, W);
-    const auto y = cassi_forward(View<const float, 4>(scene.data(), {1, C, H, W}), mask.view(), Dispersion{}, Options{Device::cpu});
+    const auto y = cassi_forward(View<const float, 4>(scene.data(), {1, C, H, W}), mask.view(), Dispersion{},
+                                 Options{Device::cpu});
     RawArray ys = raw_of(y);
     ys.shape.erase(ys.shape.begin());
     auto v = values_of<float>(ys);
@@ -1013,7 +1066,9 @@ TEST_F(Cli, BatchStoppedMidRunLeavesOnlyWholeOutputsAndResumes) {
     cli::write_npy(path("meas/y" + std::to_string(k) + ".npy"), raw(ys.shape, v, DType::f32));
   }
   // SIGTERM as soon as the first output appears (the items run in order on one worker).
-  const std::string script = "cd '" + dir.string() + "' && { '" HPIPE_CLI "' batch recon gap-tv meas --mask mask.npy "
+  const std::string script = "cd '" + dir.string() +
+                             "' && { '" HPIPE_CLI
+                             "' batch recon gap-tv meas --mask mask.npy "
                              "--iters 60 --tv-iters 3 --workers 1 --threads 1 -o out -q & pid=$!; n=0; "
                              "while [ ! -e out/y0.npy ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done; "
                              "kill -TERM $pid; wait $pid; }";
@@ -1028,7 +1083,8 @@ TEST_F(Cli, BatchStoppedMidRunLeavesOnlyWholeOutputsAndResumes) {
   ASSERT_EQ(names_in(dir / "out").size(), std::size_t(items));
   // What the stopped run left is whole: the same bytes as a single call.
   for (const std::string &n : kept) {
-    ok({"recon", "gap-tv", "meas/" + n, "--mask", "mask.npy", "--iters", "60", "--tv-iters", "3", "-o", "single.npy", "--force"});
+    ok({"recon", "gap-tv", "meas/" + n, "--mask", "mask.npy", "--iters", "60", "--tv-iters", "3", "-o", "single.npy",
+        "--force"});
     EXPECT_EQ(slurp(dir / "out" / n), slurp(dir / "single.npy")) << n;
   }
   if (WEXITSTATUS(status) != 128 + SIGTERM || kept.size() == std::size_t(items))

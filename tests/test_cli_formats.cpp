@@ -25,7 +25,8 @@ class Formats : public Cli {
   }
   // Runs the fixture script's `step` in the scratch folder; its output goes to the test log.
   void python(const std::string &step) const {
-    const std::string cmd = std::string("'" HPIPE_FIXTURE_PYTHON "' '" HPIPE_FIXTURES "' ") + step + " '" + dir.string() + "'";
+    const std::string cmd =
+        std::string("'" HPIPE_FIXTURE_PYTHON "' '" HPIPE_FIXTURES "' ") + step + " '" + dir.string() + "'";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   // `spec` read by hpipe (convert to .npy, the values as stored) holds expect_<name>.npy exactly.
@@ -146,7 +147,8 @@ TEST_F(Formats, CassiFilesOfThePublishedCode) {
       close_to("pinv.npy", "expect_pinv.npy");
     }
   // GAP-TV with the pre-shifted mask is GAP-TV with the plain one, bit for bit.
-  run_ok({"recon", "gap-tv", "meas.mat", "--mask", "mask.mat", "--bands", "6", "--tsa-norm", "--iters", "2", "-o", "a.npy"});
+  run_ok({"recon", "gap-tv", "meas.mat", "--mask", "mask.mat", "--bands", "6", "--tsa-norm", "--iters", "2", "-o",
+          "a.npy"});
   const Result r = ok({"recon", "gap-tv", "meas.mat", "--mask", "mask_3d_shift.mat", "--tsa-norm", "--iters", "2", "-o",
                        "b.npy", "--device", "cpu", "--json"});
   EXPECT_NE(r.out.find("\"mask_preshifted\": true"), std::string::npos) << r.out;
@@ -198,14 +200,17 @@ TEST_F(Formats, BadFilesFailCleanly) {
       {"short73.mat", {"short73.mat: holds no variables (empty, or truncated or corrupt)"}},
       {"scene.mat:label", {"scene.mat: variable 'label' is char 1x7, not a real numeric array"}},
       {"scene.mat:nothing", {"scene.mat: has no variable 'nothing'; it holds: img (double 7x9x5), label (char 1x7)"}},
-      {"two.mat", {"two.mat: holds several numeric arrays; pick one as two.mat:NAME of: a (single 7x9x5), mask (logical 7x9)"}},
+      {"two.mat",
+       {"two.mat: holds several numeric arrays; pick one as two.mat:NAME of: a (single 7x9x5), mask (logical 7x9)"}},
       {"short.h5", {"short.h5: not an HDF5 file, or corrupt (HDF5: truncated file"}},
       {"data.h5", {"data.h5: holds several numeric datasets; pick one as data.h5:/NAME of: /batch, /g/chw, /g/hwc"}},
-      {"big.h5", {"big.h5: truncated or corrupt: dataset '/cube' of shape (100000, 100000, 31) needs 1240000000000 bytes, "
-                  "more than the file's"}},
+      {"big.h5",
+       {"big.h5: truncated or corrupt: dataset '/cube' of shape (100000, 100000, 31) needs 1240000000000 bytes, "
+        "more than the file's"}},
       {"int64.mat", {"int64.mat: holds no numeric array; it holds: n (int64 2x3)"}},
-      {"int64.mat:n", {"int64.mat: variable 'n' is int64 2x3, not a real numeric array (double, single, uint8, uint16, "
-                       "logical, int8/16/32, uint32)"}},
+      {"int64.mat:n",
+       {"int64.mat: variable 'n' is int64 2x3, not a real numeric array (double, single, uint8, uint16, "
+        "logical, int8/16/32, uint32)"}},
       {"data.h5:/names", {"data.h5: dataset '/names' is not numeric"}},
       {"data.h5:/g", {"data.h5: '/g' is not a dataset"}},
       {"data.h5:/missing", {"data.h5: has no dataset '/missing'"}},
@@ -214,7 +219,8 @@ TEST_F(Formats, BadFilesFailCleanly) {
       {"signed.tif", {"signed.tif: page 0: unsupported sample type 32-bit signed integer"}},
       {"complex.mat", {"complex.mat: holds no numeric array; it holds: z (complex double 7x9)"}},
       {"complex.mat:z", {"complex.mat: variable 'z' is complex double 7x9, not a real numeric array"}},
-      {"huge.tif", {"huge.tif: truncated or corrupt: 1 pages of 100000 x 100000 needs 40000000000 bytes, more than the file's"}},
+      {"huge.tif",
+       {"huge.tif: truncated or corrupt: 1 pages of 100000 x 100000 needs 40000000000 bytes, more than the file's"}},
       {"short_envi.hdr", {"short_envi.img: truncated or corrupt: ENVI image 9 x 7 x 5 of float32", "needs 1260 bytes"}},
       {"complex.hdr", {"complex.hdr: ENVI data type 6 is not supported"}},
       {"huge.hdr", {"huge.img: truncated or corrupt: ENVI image 9 x 1000000000 x 5 of uint8"}},
@@ -232,8 +238,10 @@ TEST_F(Formats, BadFilesFailCleanly) {
 
 // The CMF fit against the CIE 1931 2-degree table (CIE 015:2018, 5 nm steps).
 TEST(Preview, ColourMatchingFunctionsFollowTheCieTable) {
-  const double table[][4] = {{450, 0.33620, 0.03800, 1.77211}, {500, 0.00490, 0.32300, 0.27200},
-                             {550, 0.43345, 0.99495, 0.00875}, {600, 1.06220, 0.63100, 0.00080},
+  const double table[][4] = {{450, 0.33620, 0.03800, 1.77211},
+                             {500, 0.00490, 0.32300, 0.27200},
+                             {550, 0.43345, 0.99495, 0.00875},
+                             {600, 1.06220, 0.63100, 0.00080},
                              {650, 0.28350, 0.10700, 0.00002}};
   for (const auto &row : table) {
     double x, y, z;
@@ -247,7 +255,9 @@ TEST(Preview, ColourMatchingFunctionsFollowTheCieTable) {
 }
 
 // The sRGB encoding of a linear value, from IEC 61966-2-1 written out here.
-int srgb8(double v) { return int(std::lround(255 * (v <= 0.0031308 ? 12.92 * v : 1.055 * std::pow(v, 1 / 2.4) - 0.055))); }
+int srgb8(double v) {
+  return int(std::lround(255 * (v <= 0.0031308 ? 12.92 * v : 1.055 * std::pow(v, 1 / 2.4) - 0.055)));
+}
 
 TEST_F(Cli, PreviewRendersFlatSpectraGreyAndNarrowBandsInTheirHue) {
   const std::int64_t C = 28, H = 6, W = 5;
@@ -321,8 +331,10 @@ TEST_F(Formats, PreviewUsesTheFilesWavelengthsAndReconWritesPictures) {
   ok({"cassi", "forward", "scene.npy", "--mask", "mask.npy", "-o", "y.npy"});
   ok({"recon", "gap-tv", "y.npy", "--mask", "mask.npy", "--iters", "2", "-o", "x.npy", "--preview", "alone"});
   EXPECT_TRUE(fs::exists(dir / "alone/result.png") && !fs::exists(dir / "alone/truth.png"));
-  ok({"recon", "gap-tv", "y.npy", "--mask", "mask.npy", "--iters", "2", "-o", "x2.npy", "--truth", "scene.npy", "--preview", "all"});
-  for (const char *f : {"result", "truth", "pinv", "comparison"}) EXPECT_TRUE(fs::exists(dir / "all" / (std::string(f) + ".png"))) << f;
+  ok({"recon", "gap-tv", "y.npy", "--mask", "mask.npy", "--iters", "2", "-o", "x2.npy", "--truth", "scene.npy",
+      "--preview", "all"});
+  for (const char *f : {"result", "truth", "pinv", "comparison"})
+    EXPECT_TRUE(fs::exists(dir / "all" / (std::string(f) + ".png"))) << f;
   ok({"preview", "scene.npy", "-o", "scene.png"});
   EXPECT_EQ(slurp(dir / "all/truth.png"), slurp(dir / "scene.png"));
   const RawArray both = cli::read_png(path("all/comparison.png")).array;

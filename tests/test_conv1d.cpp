@@ -18,11 +18,11 @@ struct Problem {
   std::int64_t n, la, lv;
 };
 const std::vector<Problem> kProblems = {
-    {1, 1, 1},   {3, 1, 1},    {2, 5, 1},    {4, 1, 6},    {5, 5, 7},   // W3 case A: La < Lv
-    {3, 9, 2},   {7, 9, 3},    {2, 13, 4},   {3, 17, 5},   {6, 9, 6},   // unrolled taps
-    {100, 9, 6}, {3, 40, 8},   {5, 9, 9},    {2, 8, 9},    {3, 9, 10},  // W3 case B, first generic
-    {2, 33, 31}, {3, 100, 64}, {2, 70, 65},  {1, 1000, 7}, {2, 3, 64},  // long kernels, long signals
-    {3, 64, 64}, {4, 65, 2},   {1, 2, 3},    {2, 16, 16}};
+    {1, 1, 1},   {3, 1, 1},    {2, 5, 1},   {4, 1, 6},    {5, 5, 7},   // W3 case A: La < Lv
+    {3, 9, 2},   {7, 9, 3},    {2, 13, 4},  {3, 17, 5},   {6, 9, 6},   // unrolled taps
+    {100, 9, 6}, {3, 40, 8},   {5, 9, 9},   {2, 8, 9},    {3, 9, 10},  // W3 case B, first generic
+    {2, 33, 31}, {3, 100, 64}, {2, 70, 65}, {1, 1000, 7}, {2, 3, 64},  // long kernels, long signals
+    {3, 64, 64}, {4, 65, 2},   {1, 2, 3},   {2, 16, 16}};
 
 std::string describe(const Problem &p, ConvMode mode, bool shared) {
   std::ostringstream s;
@@ -47,8 +47,8 @@ void check_problem(const Problem &p, Device device, std::uint32_t seed, double l
       } else {
         conv1d(a.view(), v_rows.view(), mode, out.view(), {device});
       }
-      const auto expected = reference::batched_convolve(to_doubles(a), shared ? to_doubles(v_shared) : to_doubles(v_rows),
-                                                        p.n, p.la, p.lv, shared, to_string(mode));
+      const auto expected = reference::batched_convolve(
+          to_doubles(a), shared ? to_doubles(v_shared) : to_doubles(v_rows), p.n, p.la, p.lv, shared, to_string(mode));
       EXPECT_TRUE(all_near(to_doubles(out), expected, tol));
     }
   }
@@ -126,8 +126,8 @@ TEST(Conv1dViews, StridedInputsAndOutputs) {
   for (ConvMode mode : kModes) {
     SCOPED_TRACE(to_string(mode));
     const std::int64_t lo = conv1d_length(p.la, p.lv, mode);
-    const auto expected = reference::batched_convolve(to_doubles(a), to_doubles(v), p.n, p.la, p.lv, false,
-                                                      to_string(mode));
+    const auto expected =
+        reference::batched_convolve(to_doubles(a), to_doubles(v), p.n, p.la, p.lv, false, to_string(mode));
     auto out_wide = poisoned<float, 2>({p.n, 2 * lo});
     const View<float, 2> out(out_wide.data() + 1, {p.n, lo}, {2 * lo, 2});
     conv1d(a_strided, v_rows, mode, out, {Device::cpu});
@@ -154,8 +154,8 @@ TEST(Conv1dErrors, BadArgumentsNameTheArgument) {
                      "mode valid");
   const Array<float, 2> empty_a({4, 0}), empty_v({4, 0}), no_rows({0, 9});
   const Array<float, 1> empty_shared({0});
-  EXPECT_HPIPE_ERROR(conv1d(empty_a.view(), v.view(), ConvMode::full, cpu), "a: expected shape (N, La)",
-                     "La >= 1", "got (4, 0)");
+  EXPECT_HPIPE_ERROR(conv1d(empty_a.view(), v.view(), ConvMode::full, cpu), "a: expected shape (N, La)", "La >= 1",
+                     "got (4, 0)");
   EXPECT_HPIPE_ERROR(conv1d(a.view(), empty_v.view(), ConvMode::full, cpu), "v:", "Lv >= 1", "got (4, 0)");
   EXPECT_HPIPE_ERROR(conv1d(a.view(), empty_shared.view(), ConvMode::same, cpu), "v:", "at least 1");
   EXPECT_HPIPE_ERROR(conv1d(no_rows.view(), empty_shared.view(), ConvMode::same, cpu), "a:", "N >= 1");

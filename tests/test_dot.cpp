@@ -28,9 +28,9 @@ template <class T>
   for (std::int64_t i = 0; i < n; i++) {
     const double err = std::abs(out[i] - ref.value[i]), bound = dot_bound<T>(ref.value[i], ref.magnitude[i], k);
     if (!(err <= bound))
-      return ::testing::AssertionFailure() << "row " << i << ": got " << out[i] << ", expected " << ref.value[i]
-                                           << " (error " << err << " > bound " << bound << ", sum|ab| "
-                                           << ref.magnitude[i] << ")";
+      return ::testing::AssertionFailure()
+             << "row " << i << ": got " << out[i] << ", expected " << ref.value[i] << " (error " << err << " > bound "
+             << bound << ", sum|ab| " << ref.magnitude[i] << ")";
   }
   return ::testing::AssertionSuccess();
 }
@@ -39,9 +39,8 @@ struct Shape {
   std::int64_t n, k;
 };
 // Around the block (32) and chunk (2048) boundaries, odd sizes, one long row, the W1 size.
-const std::vector<Shape> kShapes = {{1, 1},    {3, 1},    {1, 31},   {2, 32},    {5, 33},     {7, 63},
-                                    {3, 2047}, {3, 2048}, {4, 2049}, {2, 4127},  {9, 6171},   {500, 500},
-                                    {17, 333}, {1, 100003}};
+const std::vector<Shape> kShapes = {{1, 1},    {3, 1},    {1, 31},   {2, 32},   {5, 33},    {7, 63},   {3, 2047},
+                                    {3, 2048}, {4, 2049}, {2, 4127}, {9, 6171}, {500, 500}, {17, 333}, {1, 100003}};
 
 template <class T>
 void check_dense(const Shape &s, Device device, std::uint32_t seed, double lo = 0.05) {
@@ -96,8 +95,8 @@ void check_transposed(const Shape &s, Device device, std::uint32_t seed, double 
   batched_dot(a, b, out.view(), {device});
   EXPECT_TRUE(within_dot_bound<T>(to_doubles(out), to_doubles(a), to_doubles(b), s.n, s.k));
 }
-const std::vector<Shape> kTransposedShapes = {{1, 1},     {3, 1},    {1, 100},  {5, 63},    {5, 64},
-                                              {5, 65},    {17, 1023}, {3, 1025}, {40, 2085}, {4, 16411},
+const std::vector<Shape> kTransposedShapes = {{1, 1},     {3, 1},     {1, 100},    {5, 63},    {5, 64},
+                                              {5, 65},    {17, 1023}, {3, 1025},   {40, 2085}, {4, 16411},
                                               {500, 500}, {33, 3000}, {1, 100003}, {7, 50001}};
 
 TYPED_TEST(DotTyped, TransposedMatchesReference) {
@@ -156,8 +155,8 @@ TEST(DotErrors, BadArgumentsNameTheArgument) {
   EXPECT_HPIPE_ERROR(batched_dot(a.view(), b.view(), out_wrong.view(), cpu), "out: expected shape (4,)",
                      "one value per row", "got (5,)");
   const Array<float, 2> empty_k({4, 0}), empty_n({0, 5});
-  EXPECT_HPIPE_ERROR(batched_dot(empty_k.view(), empty_k.view(), out.view(), cpu), "a: expected shape (N, K)",
-                     "K >= 1", "got (4, 0)");
+  EXPECT_HPIPE_ERROR(batched_dot(empty_k.view(), empty_k.view(), out.view(), cpu), "a: expected shape (N, K)", "K >= 1",
+                     "got (4, 0)");
   EXPECT_HPIPE_ERROR(batched_dot(empty_n.view(), empty_n.view(), cpu), "a:", "N >= 1", "got (0, 5)");
   // The output placed over an input.
   auto a_copy = a;

@@ -34,12 +34,9 @@ const char *type_name() {
 template <class T, int N>
 void apply(Fn fn, View<const T, N> x, View<T, N> y, const Options &o = {Device::cpu}) {
   switch (fn) {
-    case Fn::exp:
-      return hpipe::exp(x, y, o);
-    case Fn::log:
-      return hpipe::log(x, y, o);
-    case Fn::erf:
-      return hpipe::erf(x, y, o);
+    case Fn::exp: return hpipe::exp(x, y, o);
+    case Fn::log: return hpipe::log(x, y, o);
+    case Fn::erf: return hpipe::erf(x, y, o);
   }
 }
 
@@ -57,8 +54,7 @@ struct UlpReport {
   std::string describe(Fn fn) const {
     std::ostringstream s;
     s << type_name<T>() << " " << reference::name(fn) << ": max " << std::setprecision(4) << double(worst)
-      << " ULP at x = " << std::setprecision(sizeof(T) == 4 ? 9 : 17) << double(at) << " over " << count
-      << " values";
+      << " ULP at x = " << std::setprecision(sizeof(T) == 4 ? 9 : 17) << double(at) << " over " << count << " values";
     return s.str();
   }
   void report(Fn fn, const char *what) const {
@@ -155,8 +151,13 @@ std::vector<double> float64_samples(Fn fn) {
       return samples({{0.5, 2, 1000000}, {0.999, 1.001, 300000}, {1e-300, 1e300, 100000}},
                      {{-1074, 1023, false, 1000000}}, 2);
     case Fn::erf:  // the polynomial regions and their breaks, tiny inputs, the tails
-      return samples({{-6.5, 6.5, 1000000}, {0.95, 1.05, 200000}, {1.45, 1.55, 100000}, {1.95, 2.05, 100000},
-                      {2.7, 2.8, 100000}, {3.7, 3.8, 100000}, {5.9, 6.1, 100000}},
+      return samples({{-6.5, 6.5, 1000000},
+                      {0.95, 1.05, 200000},
+                      {1.45, 1.55, 100000},
+                      {1.95, 2.05, 100000},
+                      {2.7, 2.8, 100000},
+                      {3.7, 3.8, 100000},
+                      {5.9, 6.1, 100000}},
                      {{-1074, 2, true, 500000}}, 3);
   }
   return {};
@@ -204,9 +205,27 @@ TYPED_TEST(MathTyped, SpecialValuesAsCmath) {
   const T tiny = std::numeric_limits<T>::denorm_min(), big = std::numeric_limits<T>::max();
   const T overflow = sizeof(T) == 4 ? T(88.7228394) : T(709.782712893384);
   const T underflow = sizeof(T) == 4 ? T(-103.972084) : T(-745.1332191019411);
-  const std::vector<T> xs = {0,     -T(0),     inf,       -inf,   nan,       tiny, -tiny, big, -big, 1, -1,
-                             overflow, std::nextafter(overflow, inf), underflow, std::nextafter(underflow, -inf),
-                             T(-87.5), T(-700.5), T(1e-30), T(-1e-30), T(4.5), T(-6.25)};
+  const std::vector<T> xs = {0,
+                             -T(0),
+                             inf,
+                             -inf,
+                             nan,
+                             tiny,
+                             -tiny,
+                             big,
+                             -big,
+                             1,
+                             -1,
+                             overflow,
+                             std::nextafter(overflow, inf),
+                             underflow,
+                             std::nextafter(underflow, -inf),
+                             T(-87.5),
+                             T(-700.5),
+                             T(1e-30),
+                             T(-1e-30),
+                             T(4.5),
+                             T(-6.25)};
   for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
     SCOPED_TRACE(reference::name(fn));
     const auto n = static_cast<std::int64_t>(xs.size());
@@ -330,9 +349,11 @@ TYPED_TEST(MathTyped, EmptyOrNegativeExtentsAreErrorsAndWriteNothing) {
                          rows == 0 ? "got shape (0, 5)" : "got shape (-1, 5)");
     // Strided rows (the row-by-row path) too.
     const View<const T, 2> strided(x.data(), {rows, 2}, {4, 2});
-    EXPECT_HPIPE_ERROR(hpipe::exp(strided, View<T, 2>(y.data(), {rows, 2}, {4, 2})), "every dimension must be at least 1");
+    EXPECT_HPIPE_ERROR(hpipe::exp(strided, View<T, 2>(y.data(), {rows, 2}, {4, 2})),
+                       "every dimension must be at least 1");
     auto out = poisoned<T, 1>({5});
-    EXPECT_HPIPE_ERROR(hpipe::logsumexp(xs, 0, out.view()), "hpipe::logsumexp", "x", "every dimension must be at least 1");
+    EXPECT_HPIPE_ERROR(hpipe::logsumexp(xs, 0, out.view()), "hpipe::logsumexp", "x",
+                       "every dimension must be at least 1");
     EXPECT_TRUE(std::all_of(out.data(), out.data() + 5, [](T v) { return std::isnan(v); }));
   }
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(View<const T, 1>(x.data(), {0})), "every dimension must be at least 1");
@@ -442,12 +463,12 @@ void check_logsumexp_special_values(Where where) {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   auto x = random_array<T, 2>({70, 6}, 31, -3.0, 3.0);
   for (int r = 0; r < 70; r++) x(r, 0) = -inf;  // column of -inf
-  x(3, 1) = inf;                                 // +inf in the first chunk
-  x(65, 2) = inf;                                // +inf in a later chunk, after large values
+  x(3, 1) = inf;                                // +inf in the first chunk
+  x(65, 2) = inf;                               // +inf in a later chunk, after large values
   x(60, 2) = T(80);
-  x(40, 3) = nan;                                // NaN
-  x(50, 4) = -inf, x(2, 4) = -inf;               // some -inf among finite values
-  x(10, 5) = inf, x(11, 5) = -inf;               // both infinities
+  x(40, 3) = nan;                   // NaN
+  x(50, 4) = -inf, x(2, 4) = -inf;  // some -inf among finite values
+  x(10, 5) = inf, x(11, 5) = -inf;  // both infinities
   check_logsumexp<T, 2>(x, 0, where);
   Array<T, 2> t({6, 70});  // the same columns as rows
   for (int r = 0; r < 70; r++)
@@ -466,11 +487,11 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   auto x = random_array<T, 2>({6, 70001}, 61, -30.0, 30.0);
-  x(1, 50000) = inf;                                     // in a block
+  x(1, 50000) = inf;  // in a block
   for (std::int64_t c = 0; c < 70001; c++) x(2, c) = -inf;
-  x(3, 69999) = nan;                                     // in the tail (70001 = 1093 * 64 + 49)
-  x(4, 70000) = T(90);                                   // the maximum in the tail
-  x(5, 5) = -inf, x(5, 69990) = -inf;                    // -inf among finite values
+  x(3, 69999) = nan;                   // in the tail (70001 = 1093 * 64 + 49)
+  x(4, 70000) = T(90);                 // the maximum in the tail
+  x(5, 5) = -inf, x(5, 69990) = -inf;  // -inf among finite values
   check_logsumexp<T, 2>(x, 1);
   const auto few = random_array<T, 2>({1, 200003}, 62, -5.0, 5.0);  // one row: segments
   check_logsumexp<T, 2>(few, 1);
@@ -506,7 +527,8 @@ TYPED_TEST(MathTyped, EveryOpOnCuda) {
     auto gpu = poisoned<T, 2>(x.shape());
     apply<T, 2>(fn, x.view(), gpu.view(), {Device::cuda});
     UlpReport<T> report;
-    for (std::int64_t i = 0; i < x.size(); i++) report.add(x.data()[i], gpu.data()[i], reference::exact(fn, x.data()[i]));
+    for (std::int64_t i = 0; i < x.size(); i++)
+      report.add(x.data()[i], gpu.data()[i], reference::exact(fn, x.data()[i]));
     EXPECT_LE(double(report.worst), kUlpContract.of(fn)) << report.describe(fn);
   }
   for (Where where : {Where::cuda_host_memory, Where::cuda_memory}) {

@@ -22,13 +22,13 @@ struct TvCase {
 };
 
 const std::vector<TvCase> kTvCases = {
-    {1, 1, 1, 1, 0.1, 5},     // a single pixel: nothing to smooth
-    {1, 1, 5, 7, 0.1, 1},     // one iteration returns the input
-    {2, 3, 7, 5, 0.1, 2},     // one dual step
-    {1, 2, 1, 19, 0.2, 5},    // H = 1
-    {1, 2, 23, 1, 0.2, 5},    // W = 1
-    {1, 3, 17, 33, 0.05, 13}, // odd sizes, more steps than a vector
-    {2, 2, 31, 70, 0.3, 6},   // rows longer than several vectors, with a tail
+    {1, 1, 1, 1, 0.1, 5},      // a single pixel: nothing to smooth
+    {1, 1, 5, 7, 0.1, 1},      // one iteration returns the input
+    {2, 3, 7, 5, 0.1, 2},      // one dual step
+    {1, 2, 1, 19, 0.2, 5},     // H = 1
+    {1, 2, 23, 1, 0.2, 5},     // W = 1
+    {1, 3, 17, 33, 0.05, 13},  // odd sizes, more steps than a vector
+    {2, 2, 31, 70, 0.3, 6},    // rows longer than several vectors, with a tail
     // vectorial (band-coupled)
     {1, 1, 9, 11, 0.1, 4, true},    // one band: the same as per band
     {2, 5, 13, 21, 0.1, 5, true},   // a batch: coupled within each item only
@@ -139,16 +139,17 @@ void check_method(ReconMethod method, const reference::ReconSettings &s, Device 
   }
   const double psnr_hpipe = reference::psnr(to_doubles(x), truth), psnr_ref = reference::psnr(expected.x, truth);
   std::cout << "[ " << to_string(method) << (s.vectorial ? " vectorial" : "") << " "
-            << (std::is_same_v<T, float> ? "f32" : "f64") << " ] "
-            << s.iterations << " iterations: PSNR " << psnr_hpipe << " dB (reference " << psnr_ref
-            << " dB, difference " << std::abs(psnr_hpipe - psnr_ref) << " dB), worst relative residual difference "
-            << worst << "\n";
+            << (std::is_same_v<T, float> ? "f32" : "f64") << " ] " << s.iterations << " iterations: PSNR " << psnr_hpipe
+            << " dB (reference " << psnr_ref << " dB, difference " << std::abs(psnr_hpipe - psnr_ref)
+            << " dB), worst relative residual difference " << worst << "\n";
   EXPECT_NEAR(psnr_hpipe, psnr_ref, tolerance::kReconPsnrAgreementDb);
   // Inputs are never modified.
   EXPECT_EQ(to_doubles(y), to_doubles(measurement_of<T>(p, y_ref)));
   EXPECT_EQ(to_doubles(mask), to_doubles(converted<T>(scene.mask)));
   // The result improves on the start, A^T y.
-  EXPECT_LT(expected.residuals.back(), reference::norm2(to_doubles(y), reference::cassi_forward(p, reference::cassi_adjoint(p, to_doubles(y), m), m)));
+  EXPECT_LT(
+      expected.residuals.back(),
+      reference::norm2(to_doubles(y), reference::cassi_forward(p, reference::cassi_adjoint(p, to_doubles(y), m), m)));
 }
 
 TYPED_TEST(ReconTyped, GapTvMatchesReferenceOnCpu) {
@@ -226,7 +227,7 @@ TEST(ReconQuality, PsnrKnownValues) {
   auto a = random_array<float, 2>({13, 17}, 1);
   Array<float, 2> b(a.shape());
   for (std::int64_t i = 0; i < a.size(); i++) b.data()[i] = a.data()[i] + 0.0625f;  // exact in float
-  EXPECT_NEAR(psnr(b.view(), a.view()), -20 * std::log10(0.0625), 1e-6);  // 24.08 dB
+  EXPECT_NEAR(psnr(b.view(), a.view()), -20 * std::log10(0.0625), 1e-6);            // 24.08 dB
   EXPECT_NEAR(psnr(b.view(), a.view(), 255.0), 20 * std::log10(255.0 / 0.0625), 1e-6);
   EXPECT_TRUE(std::isinf(psnr(a.view(), a.view())));
 }
@@ -299,17 +300,21 @@ TEST(ReconErrors, BadArgumentsNameTheArgument) {
     change(q);
     return q;
   };
-  EXPECT_HPIPE_ERROR(gap_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.tv.weight = 0; }), x.view(), {}, cpu),
-                     "hpipe::gap_tv: tv.weight: expected a finite value > 0, got 0");
-  EXPECT_HPIPE_ERROR(gap_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.tv.iterations = 0; }), x.view(), {}, cpu),
-                     "tv.iterations: expected at least 1, got 0");
-  EXPECT_HPIPE_ERROR(admm_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.iterations = -1; }), x.view(), {}, cpu),
-                     "hpipe::admm_tv: iterations: expected at least 0, got -1");
-  EXPECT_HPIPE_ERROR(admm_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.gamma = -1; }), x.view(), {}, cpu),
-                     "gamma: expected a finite value >= 0");
+  EXPECT_HPIPE_ERROR(
+      gap_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.tv.weight = 0; }), x.view(), {}, cpu),
+      "hpipe::gap_tv: tv.weight: expected a finite value > 0, got 0");
+  EXPECT_HPIPE_ERROR(
+      gap_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.tv.iterations = 0; }), x.view(), {}, cpu),
+      "tv.iterations: expected at least 1, got 0");
+  EXPECT_HPIPE_ERROR(
+      admm_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.iterations = -1; }), x.view(), {}, cpu),
+      "hpipe::admm_tv: iterations: expected at least 0, got -1");
+  EXPECT_HPIPE_ERROR(
+      admm_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.gamma = -1; }), x.view(), {}, cpu),
+      "gamma: expected a finite value >= 0");
   const Array<float, 3> short_y({1, 32, 40});
-  EXPECT_HPIPE_ERROR(gap_tv(short_y.view(), scene.mask.view(), p, x.view(), {}, cpu), "gap_tv: y: expected shape (1, 32, 51)",
-                     "got (1, 32, 40)");
+  EXPECT_HPIPE_ERROR(gap_tv(short_y.view(), scene.mask.view(), p, x.view(), {}, cpu),
+                     "gap_tv: y: expected shape (1, 32, 51)", "got (1, 32, 40)");
   const Array<float, 2> small_mask({32, 36});
   EXPECT_HPIPE_ERROR(gap_tv(y.view(), small_mask.view(), p, x.view(), {}, cpu), "mask: expected shape (32, 37)");
   EXPECT_HPIPE_ERROR(tv_denoise(x.view(), TvParams{0.1, 5}, poisoned<float, 4>({1, 8, 32, 36}).view(), cpu),
@@ -320,7 +325,8 @@ TEST(ReconErrors, BadArgumentsNameTheArgument) {
   EXPECT_HPIPE_ERROR(parse_recon_method("gap"), "method: expected gap-tv or admm-tv, got 'gap'");
   EXPECT_EQ(parse_recon_method("admm-tv"), ReconMethod::admm_tv);
   const Array<float, 2> a({10, 12}), b({10, 13});
-  EXPECT_HPIPE_ERROR(psnr(a.view(), b.view()), "hpipe::psnr: estimate: expected the shape of truth (10, 13), got (10, 12)");
+  EXPECT_HPIPE_ERROR(psnr(a.view(), b.view()),
+                     "hpipe::psnr: estimate: expected the shape of truth (10, 13), got (10, 12)");
   EXPECT_HPIPE_ERROR(ssim(a.view(), a.view()), "hpipe::ssim: estimate: expected an image of at least 11 x 11",
                      "got (10, 12)");
   // Nothing was written by a rejected call.

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <initializer_list>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -75,16 +75,16 @@ inline ::testing::AssertionResult all_near(const std::vector<double> &actual, co
 }
 
 // Expects `statement` to throw hpipe::Error whose message contains every one of `parts`.
-#define EXPECT_HPIPE_ERROR(statement, ...)                                                         \
-  do {                                                                                             \
-    try {                                                                                          \
-      statement;                                                                                   \
-      ADD_FAILURE() << "expected hpipe::Error from " #statement;                                   \
-    } catch (const ::hpipe::Error &e) {                                                            \
-      for (const std::string part : std::initializer_list<std::string>{__VA_ARGS__})                                               \
-        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)                             \
-            << "message \"" << e.what() << "\" lacks \"" << part << "\"";                          \
-    }                                                                                              \
+#define EXPECT_HPIPE_ERROR(statement, ...)                                           \
+  do {                                                                               \
+    try {                                                                            \
+      statement;                                                                     \
+      ADD_FAILURE() << "expected hpipe::Error from " #statement;                     \
+    } catch (const ::hpipe::Error &e) {                                              \
+      for (const std::string part : std::initializer_list<std::string>{__VA_ARGS__}) \
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos)               \
+            << "message \"" << e.what() << "\" lacks \"" << part << "\"";            \
+    }                                                                                \
   } while (0)
 
 }  // namespace hpipe::test

@@ -52,7 +52,8 @@ int main() try {
   // Times at the W4 workload size: a batch of 16 cubes.
   const std::int64_t B = 16;
   hpipe::Array<float, 4> batch({B, C, H, W});
-  for (std::int64_t b = 0; b < B; b++) std::copy(scene.data(), scene.data() + scene.size(), batch.data() + b * scene.size());
+  for (std::int64_t b = 0; b < B; b++)
+    std::copy(scene.data(), scene.data() + scene.size(), batch.data() + b * scene.size());
   hpipe::Array<float, 3> yb(hpipe::cassi_measurement_shape(batch.shape(), d));
   hpipe::Array<float, 4> xb(batch.shape());
   const double t_forward = best_ms([&] { hpipe::cassi_forward(batch.view(), mask.view(), d, yb.view(), cpu); });
@@ -72,13 +73,15 @@ int main() try {
     const auto x_rec = hpipe::reconstruct(
         method, y.view(), mask.view(), C, params,
         [](const hpipe::IterationInfo &it) {
-          if (it.iteration % 5 == 0) std::printf("  iteration %2d/%d  ||y - A x|| = %.5f\n", it.iteration, it.iterations, it.residual);
+          if (it.iteration % 5 == 0)
+            std::printf("  iteration %2d/%d  ||y - A x|| = %.5f\n", it.iteration, it.iterations, it.residual);
         },
         cpu);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const auto q = hpipe::band_quality(first(x_rec), truth);
     std::printf("%-7s: mean PSNR %.2f dB, mean SSIM %.4f (%d iterations in %.0f ms, residuals included)\n",
-                method == hpipe::ReconMethod::gap_tv ? "GAP-TV" : "ADMM-TV", q.mean_psnr, q.mean_ssim, params.iterations, ms);
+                method == hpipe::ReconMethod::gap_tv ? "GAP-TV" : "ADMM-TV", q.mean_psnr, q.mean_ssim,
+                params.iterations, ms);
   }
   return 0;
 } catch (const std::exception &e) {

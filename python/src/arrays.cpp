@@ -1,6 +1,5 @@
 #include "arrays.h"
 
-
 #include <new>
 
 namespace hpipe::python {
@@ -58,10 +57,14 @@ bool Operand::c_contiguous() const {
 }
 
 Call::Call(const char *op, const std::string &device) : op_(op) {
-  if (device == "auto") options_.device = Device::automatic;
-  else if (device == "cpu") options_.device = Device::cpu;
-  else if (device == "cuda") options_.device = Device::cuda;
-  else value_error("device", "expected 'auto', 'cpu' or 'cuda', got '" + device + "'");
+  if (device == "auto")
+    options_.device = Device::automatic;
+  else if (device == "cpu")
+    options_.device = Device::cpu;
+  else if (device == "cuda")
+    options_.device = Device::cuda;
+  else
+    value_error("device", "expected 'auto', 'cpu' or 'cuda', got '" + device + "'");
 }
 
 void Call::type_error(const char *name, const std::string &what) const {
@@ -133,8 +136,8 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
     if (writable && !(array->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_))
       type_error(name, "is read-only; pass a writable array");
     if (array->nd > kMaxRank)
-      value_error(name, "has " + std::to_string(array->nd) + " dimensions; hpipe takes at most " +
-                            std::to_string(kMaxRank));
+      value_error(name,
+                  "has " + std::to_string(array->nd) + " dimensions; hpipe takes at most " + std::to_string(kMaxRank));
     itemsize = static_cast<std::size_t>(descr->elsize);
     a.numpy = true;
     a.dtype = itemsize == 4 ? DType::f32 : DType::f64;
@@ -178,8 +181,8 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
     if (t.dtype.code != kDLFloat || t.dtype.lanes != 1 || (t.dtype.bits != 32 && t.dtype.bits != 64))
       type_error(name, "expected float32 or float64, got " + dlpack_dtype_string(t.dtype));
     if (t.ndim > kMaxRank)
-      value_error(name, "has " + std::to_string(t.ndim) + " dimensions; hpipe takes at most " +
-                            std::to_string(kMaxRank));
+      value_error(name,
+                  "has " + std::to_string(t.ndim) + " dimensions; hpipe takes at most " + std::to_string(kMaxRank));
     itemsize = t.dtype.bits / 8;
     a.dtype = t.dtype.bits == 32 ? DType::f32 : DType::f64;
     a.data = static_cast<char *>(t.data) + t.byte_offset;
@@ -212,8 +215,8 @@ void Call::match_first(const Operand &a, const char *name) {
     return;
   }
   if (a.dtype != dtype_)
-    type_error(name, std::string("expected ") + to_string(dtype_) + " like " + first_name_ + ", got " +
-                         to_string(a.dtype));
+    type_error(name,
+               std::string("expected ") + to_string(dtype_) + " like " + first_name_ + ", got " + to_string(a.dtype));
   if (a.memory != memory_ || (a.memory == Memory::cuda && a.device_id != device_id_))
     type_error(name, "expected " + memory_string(memory_, device_id_) + " like " + first_name_ + ", got " +
                          memory_string(a.memory, a.device_id));

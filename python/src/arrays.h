@@ -39,9 +39,9 @@ struct Operand {
   int rank = 0;
   std::array<std::int64_t, kMaxRank> shape{}, strides{};
   Memory memory = Memory::host;
-  int device_id = 0;       // CUDA device
+  int device_id = 0;         // CUDA device
   std::intptr_t stream = 0;  // CUDA stream the producer was told hpipe runs on (0: default)
-  bool numpy = false;       // else a DLPack producer
+  bool numpy = false;        // else a DLPack producer
   bool c_contiguous() const;
   std::unique_ptr<DLManagedTensor, DLPackDeleter> dlpack;  // owned after taking the capsule
 

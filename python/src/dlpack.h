@@ -9,8 +9,8 @@ extern "C" {
 enum DLDeviceTypeCode : std::int32_t {
   kDLCPU = 1,
   kDLCUDA = 2,
-  kDLCUDAHost = 3,     // pinned host memory
-  kDLCUDAManaged = 13, // unified memory: a device pointer that the host can read too
+  kDLCUDAHost = 3,      // pinned host memory
+  kDLCUDAManaged = 13,  // unified memory: a device pointer that the host can read too
 };
 
 enum DLDataTypeCode : std::uint8_t {

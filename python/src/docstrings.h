@@ -5,12 +5,12 @@
 
 namespace hpipe::python::docs {
 
-#define HPIPE_ARRAYS                                                                                 \
+#define HPIPE_ARRAYS                                                                                  \
   "\nArrays: NumPy arrays or anything with __dlpack__ (PyTorch CPU/CUDA tensors, CuPy), float32 or\n" \
-  "float64, all of one dtype and on one device; any strides (transposed and broadcast views are\n"  \
-  "read in place). The result goes into `out` (returned) or a new array of x's kind (NumPy in,\n"    \
-  "NumPy out; tensor in, tensor on the same device out). device: 'auto' (CUDA when usable or the\n"  \
-  "arrays are on a GPU), 'cpu' or 'cuda'. Raises hpipe.Error (a ValueError) for bad shapes and\n"    \
+  "float64, all of one dtype and on one device; any strides (transposed and broadcast views are\n"    \
+  "read in place). The result goes into `out` (returned) or a new array of x's kind (NumPy in,\n"     \
+  "NumPy out; tensor in, tensor on the same device out). device: 'auto' (CUDA when usable or the\n"   \
+  "arrays are on a GPU), 'cpu' or 'cuda'. Raises hpipe.Error (a ValueError) for bad shapes and\n"     \
   "values, TypeError for a wrong dtype, kind, device mix or read-only `out`.\n"
 
 #define HPIPE_CASSI_ARGS                                                                            \
@@ -108,17 +108,15 @@ inline constexpr const char *kConv1d =
     "    >>> hpipe.conv1d(np.ones((5, 5)), np.ones((5, 7))).shape\n"
     "    (5, 11)\n";
 
-#define HPIPE_ELEMENTWISE(name, formula, accuracy)                                                   \
-  name "(x, *, out=None, device='auto')\n--\n\n" formula                                            \
+#define HPIPE_ELEMENTWISE(name, formula, accuracy)                                                       \
+  name "(x, *, out=None, device='auto')\n--\n\n" formula                                                 \
        "\n\nx: any shape of 1 to 4 dimensions; returns the same shape. Special values as C's <cmath>.\n" \
-       "Accuracy (max error, ULP, all float32 inputs and millions of float64 ones tested): " accuracy \
+       "Accuracy (max error, ULP, all float32 inputs and millions of float64 ones tested): " accuracy    \
        ".\n" HPIPE_ARRAYS "\nExample:\n    >>> hpipe." name "(np.linspace(0.5, 2, 4))\n"
 
-inline constexpr const char *kExp =
-    HPIPE_ELEMENTWISE("exp", "Elementwise e^x.", "float32 0.764, float64 0.768");
-inline constexpr const char *kLog =
-    HPIPE_ELEMENTWISE("log", "Elementwise natural logarithm (log(0) = -inf, log(x < 0) = NaN).",
-                      "float32 0.827, float64 0.820");
+inline constexpr const char *kExp = HPIPE_ELEMENTWISE("exp", "Elementwise e^x.", "float32 0.764, float64 0.768");
+inline constexpr const char *kLog = HPIPE_ELEMENTWISE(
+    "log", "Elementwise natural logarithm (log(0) = -inf, log(x < 0) = NaN).", "float32 0.827, float64 0.820");
 inline constexpr const char *kErf =
     HPIPE_ELEMENTWISE("erf", "Elementwise error function (scipy.special.erf).", "float32 1.147, float64 1.209");
 
@@ -147,8 +145,8 @@ inline constexpr const char *kTvDenoise =
     "\nExample:\n"
     "    >>> smooth = hpipe.tv_denoise(noisy[None], weight=0.1, iterations=10)\n";
 
-#define HPIPE_RECON_COMMON                                                                            \
-  "y: (B, H, W') measurement; mask as for cassi_forward; bands: C (from `out` or a per-band mask\n"  \
+#define HPIPE_RECON_COMMON                                                                          \
+  "y: (B, H, W') measurement; mask as for cassi_forward; bands: C (from `out` or a per-band mask\n" \
   "when not given). tv_weight, tv_iterations, vectorial: the TV step (see tv_denoise).\n"           \
   "callback(info): called after every iteration with an hpipe.IterationInfo (iteration,\n"          \
   "iterations, residual); an exception it raises (or Ctrl-C) ends the run. progress: draw a\n"      \
@@ -207,8 +205,7 @@ inline constexpr const char *kSetNumThreads =
     "set_num_threads(n)\n--\n\n"
     "Sets the number of CPU worker threads of the kernels (default: the number of cores, or\n"
     "HL_NUM_THREADS).";
-inline constexpr const char *kNumThreads =
-    "num_threads()\n--\n\nThe number of CPU worker threads of the kernels.";
+inline constexpr const char *kNumThreads = "num_threads()\n--\n\nThe number of CPU worker threads of the kernels.";
 inline constexpr const char *kCudaAvailable =
     "cuda_available()\n--\n\n"
     "Whether CUDA kernels can run here (hpipe built with CUDA, a driver and a device present).";

@@ -140,8 +140,8 @@ py::object cassi_phi(py::handle mask_object, const py::object &bands, int step, 
 }
 
 // shift (B, C, H, W) -> (B, C, H', W') and shift_back, its inverse.
-py::object cassi_shift_either(bool back, py::handle x_object, int step, const std::string &axis,
-                              py::handle out_object, const std::string &device) {
+py::object cassi_shift_either(bool back, py::handle x_object, int step, const std::string &axis, py::handle out_object,
+                              const std::string &device) {
   const char *name = back ? "shifted" : "x";
   Call call(back ? "cassi_shift_back" : "cassi_shift", device);
   const Dispersion d = dispersion(call, step, axis);
@@ -158,8 +158,10 @@ py::object cassi_shift_either(bool back, py::handle x_object, int step, const st
   dispatch(call.dtype(), [&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
-    if (back) hpipe::cassi_shift_back(x.input<T, 4>(), d, out.view<T, 4>(), call.options());
-    else hpipe::cassi_shift(x.input<T, 4>(), d, out.view<T, 4>(), call.options());
+    if (back)
+      hpipe::cassi_shift_back(x.input<T, 4>(), d, out.view<T, 4>(), call.options());
+    else
+      hpipe::cassi_shift(x.input<T, 4>(), d, out.view<T, 4>(), call.options());
   });
   return out.object;
 }
@@ -185,8 +187,10 @@ py::object conv1d(py::handle a_object, py::handle v_object, const std::string &m
                   const std::string &device) {
   Call call("conv1d", device);
   ConvMode mode = ConvMode::full;
-  if (mode_name == "same") mode = ConvMode::same;
-  else if (mode_name == "valid") mode = ConvMode::valid;
+  if (mode_name == "same")
+    mode = ConvMode::same;
+  else if (mode_name == "valid")
+    mode = ConvMode::valid;
   else if (mode_name != "full")
     call.value_error("mode", "expected 'full', 'same' or 'valid', got '" + mode_name + "'");
   const Operand a = call.input(a_object, "a");
@@ -198,8 +202,10 @@ py::object conv1d(py::handle a_object, py::handle v_object, const std::string &m
   dispatch(call.dtype(), [&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
-    if (v.rank == 2) hpipe::conv1d(a.input<T, 2>(), v.input<T, 2>(), mode, out.view<T, 2>(), call.options());
-    else hpipe::conv1d(a.input<T, 2>(), v.input<T, 1>(), mode, out.view<T, 2>(), call.options());
+    if (v.rank == 2)
+      hpipe::conv1d(a.input<T, 2>(), v.input<T, 2>(), mode, out.view<T, 2>(), call.options());
+    else
+      hpipe::conv1d(a.input<T, 2>(), v.input<T, 1>(), mode, out.view<T, 2>(), call.options());
   });
   return out.object;
 }
@@ -246,8 +252,9 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
   } else if (x.rank > 1) {
     // Every element: a C-contiguous x is one long row.
     if (!x.c_contiguous())
-      call.value_error("axis", "None reduces every element, which needs a C-contiguous x; pass an axis, or "
-                               "a contiguous copy of x");
+      call.value_error("axis",
+                       "None reduces every element, which needs a C-contiguous x; pass an axis, or "
+                       "a contiguous copy of x");
     std::int64_t n = 1;
     for (int d = 0; d < x.rank; d++) n *= x.shape[d];
     x.rank = 1, x.shape[0] = n, x.strides[0] = 1;
@@ -289,9 +296,9 @@ class Progress {
       constexpr int kWidth = 30;
       const int done = info.iterations ? kWidth * info.iteration / info.iterations : kWidth;
       char line[160];
-      std::snprintf(line, sizeof line, "\rhpipe.%s [%s%s] %d/%d residual %.4e%s", op_,
-                    std::string(done, '#').c_str(), std::string(kWidth - done, '.').c_str(), info.iteration,
-                    info.iterations, info.residual, info.iteration == info.iterations ? "\n" : "");
+      std::snprintf(line, sizeof line, "\rhpipe.%s [%s%s] %d/%d residual %.4e%s", op_, std::string(done, '#').c_str(),
+                    std::string(kWidth - done, '.').c_str(), info.iteration, info.iterations, info.residual,
+                    info.iteration == info.iterations ? "\n" : "");
       auto stderr_ = py::module_::import("sys").attr("stderr");
       stderr_.attr("write")(line);
       stderr_.attr("flush")();
@@ -414,8 +421,9 @@ PYBIND11_MODULE(_core, m) {
       .def_readonly("iterations", &hpipe::IterationInfo::iterations)
       .def_readonly("residual", &hpipe::IterationInfo::residual)
       .def("__repr__", [](const hpipe::IterationInfo &i) {
-        return "IterationInfo(iteration=" + std::to_string(i.iteration) + ", iterations=" +
-               std::to_string(i.iterations) + ", residual=" + std::string(py::repr(py::float_(i.residual))) + ")";
+        return "IterationInfo(iteration=" + std::to_string(i.iteration) +
+               ", iterations=" + std::to_string(i.iterations) +
+               ", residual=" + std::string(py::repr(py::float_(i.residual))) + ")";
       });
 
   const auto out = py::arg("out") = py::none();
@@ -424,30 +432,30 @@ PYBIND11_MODULE(_core, m) {
   const auto axis = py::arg("axis") = "width";
   const auto bands = py::arg("bands") = py::none();
 
-  m.def("cassi_forward", &cassi_forward, docs::kCassiForward, "x"_a, "mask"_a, step, axis, py::kw_only(), out,
-        device);
+  m.def("cassi_forward", &cassi_forward, docs::kCassiForward, "x"_a, "mask"_a, step, axis, py::kw_only(), out, device);
   m.def(
       "cassi_adjoint",
       [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
          const std::string &device) {
-        return measurement_to_cube("cassi_adjoint", [](auto... a) { hpipe::cassi_adjoint(a...); }, y, mask, bands,
-                                   step, axis, out, device);
+        return measurement_to_cube(
+            "cassi_adjoint", [](auto... a) { hpipe::cassi_adjoint(a...); }, y, mask, bands, step, axis, out, device);
       },
       docs::kCassiAdjoint, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
   m.def(
       "cassi_pinv",
       [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
          const std::string &device) {
-        return measurement_to_cube("cassi_pinv", [](auto... a) { hpipe::cassi_pinv(a...); }, y, mask, bands, step,
-                                   axis, out, device);
+        return measurement_to_cube(
+            "cassi_pinv", [](auto... a) { hpipe::cassi_pinv(a...); }, y, mask, bands, step, axis, out, device);
       },
       docs::kCassiPinv, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
   m.def(
       "cassi_pinv_alpha",
       [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
          const std::string &device) {
-        return measurement_to_cube("cassi_pinv_alpha", [](auto... a) { hpipe::cassi_pinv_alpha(a...); }, y, mask,
-                                   bands, step, axis, out, device);
+        return measurement_to_cube(
+            "cassi_pinv_alpha", [](auto... a) { hpipe::cassi_pinv_alpha(a...); }, y, mask, bands, step, axis, out,
+            device);
       },
       docs::kCassiPinvAlpha, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
   m.def("cassi_phi", &cassi_phi, docs::kCassiPhi, "mask"_a, bands, step, axis, py::kw_only(), out, device);
@@ -468,24 +476,27 @@ PYBIND11_MODULE(_core, m) {
   m.def("conv1d", &conv1d, docs::kConv1d, "a"_a, "v"_a, "mode"_a = "full", py::kw_only(), out, device);
 
   m.def(
-      "exp", [](py::handle x, py::handle out, const std::string &device) {
+      "exp",
+      [](py::handle x, py::handle out, const std::string &device) {
         return elementwise(Elementwise::exp, "exp", x, out, device);
       },
       docs::kExp, "x"_a, py::kw_only(), out, device);
   m.def(
-      "log", [](py::handle x, py::handle out, const std::string &device) {
+      "log",
+      [](py::handle x, py::handle out, const std::string &device) {
         return elementwise(Elementwise::log, "log", x, out, device);
       },
       docs::kLog, "x"_a, py::kw_only(), out, device);
   m.def(
-      "erf", [](py::handle x, py::handle out, const std::string &device) {
+      "erf",
+      [](py::handle x, py::handle out, const std::string &device) {
         return elementwise(Elementwise::erf, "erf", x, out, device);
       },
       docs::kErf, "x"_a, py::kw_only(), out, device);
   m.def("logsumexp", &logsumexp, docs::kLogsumexp, "x"_a, "axis"_a = py::none(), py::kw_only(), out, device);
 
-  m.def("tv_denoise", &tv_denoise, docs::kTvDenoise, "x"_a, "weight"_a = 0.1, "iterations"_a = 5,
-        "vectorial"_a = false, py::kw_only(), out, device);
+  m.def("tv_denoise", &tv_denoise, docs::kTvDenoise, "x"_a, "weight"_a = 0.1, "iterations"_a = 5, "vectorial"_a = false,
+        py::kw_only(), out, device);
   // gap_tv and admm_tv differ in one knob: GAP's `accelerate`, ADMM's `gamma`.
   const hpipe::ReconParams defaults;
   const auto def_recon = [&](const char *name, const char *doc, hpipe::ReconMethod method, auto knob_type,
@@ -496,14 +507,16 @@ PYBIND11_MODULE(_core, m) {
         [method](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations,
                  double lam, Knob knob, double tv_weight, int tv_iterations, bool vectorial, py::object callback,
                  bool progress, py::handle out, const std::string &device) {
-          ReconArgs args{std::move(bands), step,          std::move(axis), iterations,         lam, 0.0, false,
+          ReconArgs args{std::move(bands), step,          std::move(axis), iterations,          lam,     0.0, false,
                          tv_weight,        tv_iterations, vectorial,       std::move(callback), progress};
-          if constexpr (std::is_same_v<Knob, bool>) args.accelerate = knob;
-          else args.gamma = knob;
+          if constexpr (std::is_same_v<Knob, bool>)
+            args.accelerate = knob;
+          else
+            args.gamma = knob;
           return reconstruct_tv(method, y, mask, args, out, device);
         },
-        doc, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations, "lam"_a = defaults.lambda,
-        knob, "tv_weight"_a = defaults.tv.weight, "tv_iterations"_a = defaults.tv.iterations,
+        doc, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations, "lam"_a = defaults.lambda, knob,
+        "tv_weight"_a = defaults.tv.weight, "tv_iterations"_a = defaults.tv.iterations,
         "vectorial"_a = defaults.tv.vectorial, py::kw_only(), "callback"_a = py::none(), "progress"_a = false, out,
         device);
   };
@@ -520,8 +533,8 @@ PYBIND11_MODULE(_core, m) {
   };
   def_quality("psnr", docs::kPsnr, "peak", [](auto e, auto t, double peak) { return hpipe::psnr(e, t, peak); });
   def_quality("ssim", docs::kSsim, "data_range", [](auto e, auto t, double range) { return hpipe::ssim(e, t, range); });
-  m.def("synth", &synth, docs::kSynth, "bands"_a = 28, "height"_a = 256, "width"_a = 256, "seed"_a = 1,
-        py::kw_only(), device);
+  m.def("synth", &synth, docs::kSynth, "bands"_a = 28, "height"_a = 256, "width"_a = 256, "seed"_a = 1, py::kw_only(),
+        device);
 
   m.def("set_num_threads", &hpipe::set_num_threads, docs::kSetNumThreads, "n"_a);
   m.def("num_threads", &hpipe::num_threads, docs::kNumThreads);

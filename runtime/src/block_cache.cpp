@@ -11,10 +11,10 @@ namespace hpipe::detail {
 
 namespace {
 
-constexpr std::size_t kAlignment = 128;              // >= every Halide target's halide_malloc_alignment()
-constexpr std::size_t kLarge = 64 * 1024;            // blocks below this go straight back to malloc
-constexpr std::size_t kCacheLimit = 256u << 20;      // bytes kept for reuse, at most
-constexpr std::size_t kCacheBlocks = 64;             // blocks kept, at most
+constexpr std::size_t kAlignment = 128;          // >= every Halide target's halide_malloc_alignment()
+constexpr std::size_t kLarge = 64 * 1024;        // blocks below this go straight back to malloc
+constexpr std::size_t kCacheLimit = 256u << 20;  // bytes kept for reuse, at most
+constexpr std::size_t kCacheBlocks = 64;         // blocks kept, at most
 
 struct Block {
   std::size_t size;  // usable bytes after the header

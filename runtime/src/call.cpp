@@ -52,14 +52,16 @@ Footprint footprint(const void *data, int element_bytes, int rank, const std::in
 void check_extents(const std::string &op, const std::string &name, int rank, const std::int64_t *shape) {
   for (int d = 0; d < rank; d++)
     if (shape[d] < 1)
-      fail(op, name, "every dimension must be at least 1, got shape " +
-                         shape_string(std::vector<std::int64_t>(shape, shape + rank)));
+      fail(op, name,
+           "every dimension must be at least 1, got shape " +
+               shape_string(std::vector<std::int64_t>(shape, shape + rank)));
 }
 
 void fail_overlap(const std::string &op, const std::string &out_name, bool other_is_output,
                   const std::string &other_name) {
-  fail(op, out_name, std::string("overlaps ") + (other_is_output ? "output " : "input ") + other_name +
-                         "; outputs must not share memory with other arguments");
+  fail(op, out_name,
+       std::string("overlaps ") + (other_is_output ? "output " : "input ") + other_name +
+           "; outputs must not share memory with other arguments");
 }
 
 struct Call::Buffer {
@@ -100,13 +102,15 @@ void check_kernel_buffer(const std::string &op, const std::string &name, int ran
   std::int64_t elements = 1;
   for (int d = 0; d < rank; d++) {
     if (shape[d] > kInt32Max)
-      fail(op, name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride, got shape " +
-                         shape_string(std::vector<std::int64_t>(shape, shape + rank)));
+      fail(op, name,
+           "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride, got shape " +
+               shape_string(std::vector<std::int64_t>(shape, shape + rank)));
     elements = std::min(elements * shape[d], kInt32Max + 1);  // both <= 2^31: no overflow
   }
   if (elements * element_bytes > kInt32Max)
-    fail(op, name, "spans more than 2 GiB; split the work into smaller calls (shape " +
-                       shape_string(std::vector<std::int64_t>(shape, shape + rank)) + ")");
+    fail(op, name,
+         "spans more than 2 GiB; split the work into smaller calls (shape " +
+             shape_string(std::vector<std::int64_t>(shape, shape + rank)) + ")");
 }
 
 Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *data, int rank,
@@ -148,9 +152,8 @@ void Call::prepare() {
     case Device::automatic:
       if (options_.device == Device::cuda || on_cuda || cuda_available()) {
         if (!cuda_available())
-          fail(on_cuda ? on_cuda->name : "device",
-               std::string(on_cuda ? "is in CUDA memory" : "CUDA was requested") +
-                   " but CUDA is not usable: " + cuda_unavailable_reason());
+          fail(on_cuda ? on_cuda->name : "device", std::string(on_cuda ? "is in CUDA memory" : "CUDA was requested") +
+                                                       " but CUDA is not usable: " + cuda_unavailable_reason());
         backend_ = Backend::cuda;
       } else {
         backend_ = Backend::cpu;

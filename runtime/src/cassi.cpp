@@ -25,9 +25,9 @@ namespace {
 template <class T>
 struct CassiKernels;
 
-#define HPIPE_CASSI_KERNELS(T, suffix)                                         \
-  template <>                                                                  \
-  struct CassiKernels<T> {                                                     \
+#define HPIPE_CASSI_KERNELS(T, suffix)                                                \
+  template <>                                                                         \
+  struct CassiKernels<T> {                                                            \
     static constexpr auto forward = HPIPE_KERNEL(hpipe_cassi_forward_##suffix);       \
     static constexpr auto adjoint = HPIPE_KERNEL(hpipe_cassi_adjoint_##suffix);       \
     static constexpr auto phi = HPIPE_KERNEL(hpipe_cassi_phi_##suffix);               \
@@ -64,7 +64,8 @@ void run_measurement_to_cube(const char *op, const K &kernel, View<const T, 3> y
   Call call(op, options);
   check_dispersion(call, d);
   const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
-  check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d), of_cube(x.shape(), d) + " (the output x)");
+  check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d),
+              of_cube(x.shape(), d) + " (the output x)");
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
   auto xa = call.output("x", x);
@@ -72,8 +73,7 @@ void run_measurement_to_cube(const char *op, const K &kernel, View<const T, 3> y
 }
 
 template <class T>
-void shift_impl(const char *op, View<const T, 4> in, Dispersion d, View<T, 4> out, const Options &options,
-                bool back) {
+void shift_impl(const char *op, View<const T, 4> in, Dispersion d, View<T, 4> out, const Options &options, bool back) {
   Call call(op, options);
   check_dispersion(call, d);
   const Shape4 &cube = back ? out.shape() : in.shape();
@@ -102,16 +102,16 @@ void phi_impl(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> 
     call.fail("mask", "has " + std::to_string(mv.shape(0)) + " bands but bands = " + std::to_string(bands));
   const Shape3 meas = detail::measurement_of(call.op(), "bands", {1, bands, mv.shape(1), mv.shape(2)}, d);
   check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]},
-              " (H', W') for a mask of " + std::to_string(mv.shape(1)) + " x " + std::to_string(mv.shape(2)) +
-                  ", " + std::to_string(bands) + " bands, " + describe(d));
+              " (H', W') for a mask of " + std::to_string(mv.shape(1)) + " x " + std::to_string(mv.shape(2)) + ", " +
+                  std::to_string(bands) + " bands, " + describe(d));
   auto ma = call.input("mask", m);
   auto pa = call.output("phi", phi);
   call.run(CassiKernels<T>::phi, ma, d.step, axis_code(d.axis), pa);
 }
 
 template <class T, class K>
-Array<T, 4> allocate_cube(const char *op, const K &kernel, View<const T, 3> y, const Mask<T> &mask,
-                          std::int64_t bands, Dispersion d, const Options &options) {
+Array<T, 4> allocate_cube(const char *op, const K &kernel, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,
+                          Dispersion d, const Options &options) {
   Array<T, 4> x(cube_behind(op, y, bands, d));
   run_measurement_to_cube<T>(op, kernel, y, mask, d, x.view(), options);
   return x;
@@ -143,8 +143,9 @@ Shape3 measurement_of(const std::string &op, const char *name, const Shape4 &cub
   Shape3 meas{cube[0], cube[2], cube[3]};
   std::int64_t &grown = meas[d.axis == Axis::height ? 1 : 2];
   if (__builtin_add_overflow(grown, spread, &grown))
-    fail(op, name, "the measurement of a cube of shape " + shape_string(cube) + " with " + describe(d) +
-                       " would be wider than 2^63 pixels");
+    fail(op, name,
+         "the measurement of a cube of shape " + shape_string(cube) + " with " + describe(d) +
+             " would be wider than 2^63 pixels");
   return meas;
 }
 
@@ -153,8 +154,9 @@ Shape4 cube_of(const std::string &op, const char *name, const Shape3 &measuremen
   Shape4 cube{measurement[0], bands, measurement[1], measurement[2]};
   std::int64_t &shrunk = cube[d.axis == Axis::height ? 2 : 3];
   if (__builtin_sub_overflow(shrunk, spread, &shrunk) || shrunk < 1)
-    fail(op, name, "shape " + shape_string(measurement) + " is too small for " + std::to_string(bands) +
-                       " bands with " + describe(d));
+    fail(op, name,
+         "shape " + shape_string(measurement) + " is too small for " + std::to_string(bands) + " bands with " +
+             describe(d));
   return cube;
 }
 
@@ -242,7 +244,7 @@ Array<float, 4> cassi_pinv_alpha(View<const float, 3> y, const Mask<float> &mask
   return allocate_cube<float>("cassi_pinv_alpha", CassiKernels<float>::pinv_alpha, y, mask, bands, d, o);
 }
 Array<double, 4> cassi_pinv_alpha(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands, Dispersion d,
-                                 const Options &o) {
+                                  const Options &o) {
   return allocate_cube<double>("cassi_pinv_alpha", CassiKernels<double>::pinv_alpha, y, mask, bands, d, o);
 }
 

@@ -79,12 +79,14 @@ View<const T, 3> bind_mask(const Call &call, const Mask<T> &mask, std::int64_t b
                            std::int64_t width) {
   const View<const T, 3> &m = mask.view();
   if (mask.per_band()) {
-    check_shape(call, "mask", m, std::array<std::int64_t, 3>{bands, height, width}, " (a per-band mask is (C, H, W) of the cube)");
+    check_shape(call, "mask", m, std::array<std::int64_t, 3>{bands, height, width},
+                " (a per-band mask is (C, H, W) of the cube)");
     return m;
   }
   if (m.shape(1) != height || m.shape(2) != width)
     call.fail("mask", "expected shape " + shape_string(std::array<std::int64_t, 2>{height, width}) +
-                          " (H, W) of the cube, got " + shape_string(std::array<std::int64_t, 2>{m.shape(1), m.shape(2)}));
+                          " (H, W) of the cube, got " +
+                          shape_string(std::array<std::int64_t, 2>{m.shape(1), m.shape(2)}));
   return View<const T, 3>(m.data(), {bands, height, width}, {0, m.stride(1), m.stride(2)}, m.memory());
 }
 

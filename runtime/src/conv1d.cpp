@@ -30,12 +30,9 @@ using Shape2 = std::array<std::int64_t, 2>;
 std::int64_t full_offset(std::int64_t la, std::int64_t lv, ConvMode mode) {
   const std::int64_t m = std::min(la, lv);
   switch (mode) {
-    case ConvMode::same:
-      return (m - 1) / 2;
-    case ConvMode::valid:
-      return m - 1;
-    case ConvMode::full:
-      break;
+    case ConvMode::same: return (m - 1) / 2;
+    case ConvMode::valid: return m - 1;
+    case ConvMode::full: break;
   }
   return 0;
 }
@@ -95,24 +92,18 @@ Array<T, 2> conv1d_allocating(View<const T, 2> a, View<const T, VRank> v, ConvMo
 
 std::int64_t conv1d_length(std::int64_t la, std::int64_t lv, ConvMode mode) {
   switch (mode) {
-    case ConvMode::same:
-      return std::max(la, lv);
-    case ConvMode::valid:
-      return std::max(la, lv) - std::min(la, lv) + 1;
-    case ConvMode::full:
-      break;
+    case ConvMode::same: return std::max(la, lv);
+    case ConvMode::valid: return std::max(la, lv) - std::min(la, lv) + 1;
+    case ConvMode::full: break;
   }
   return la + lv - 1;
 }
 
 const char *to_string(ConvMode mode) {
   switch (mode) {
-    case ConvMode::full:
-      return "full";
-    case ConvMode::same:
-      return "same";
-    case ConvMode::valid:
-      return "valid";
+    case ConvMode::full: return "full";
+    case ConvMode::same: return "same";
+    case ConvMode::valid: return "valid";
   }
   return "unknown";
 }
@@ -120,15 +111,13 @@ const char *to_string(ConvMode mode) {
 void conv1d(View<const float, 2> a, View<const float, 2> v, ConvMode mode, View<float, 2> out, const Options &o) {
   conv1d_impl<float>(a, v, false, mode, out, o);
 }
-void conv1d(View<const double, 2> a, View<const double, 2> v, ConvMode mode, View<double, 2> out,
-            const Options &o) {
+void conv1d(View<const double, 2> a, View<const double, 2> v, ConvMode mode, View<double, 2> out, const Options &o) {
   conv1d_impl<double>(a, v, false, mode, out, o);
 }
 void conv1d(View<const float, 2> a, View<const float, 1> v, ConvMode mode, View<float, 2> out, const Options &o) {
   conv1d_shared<float>(a, v, mode, out, o);
 }
-void conv1d(View<const double, 2> a, View<const double, 1> v, ConvMode mode, View<double, 2> out,
-            const Options &o) {
+void conv1d(View<const double, 2> a, View<const double, 1> v, ConvMode mode, View<double, 2> out, const Options &o) {
   conv1d_shared<double>(a, v, mode, out, o);
 }
 Array<float, 2> conv1d(View<const float, 2> a, View<const float, 2> v, ConvMode mode, const Options &o) {

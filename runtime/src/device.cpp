@@ -141,8 +141,7 @@ extern "C" int run_lane(void *user_context, int, std::uint8_t *closure) {
   return 0;
 }
 
-extern "C" int bounded_do_par_for(void *user_context, halide_task_t task, int min, int size,
-                                  std::uint8_t *closure) {
+extern "C" int bounded_do_par_for(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure) {
   const int n = current_threads();
   if (size <= n || n >= pool_threads.load()) return halide_do_par_for_default(user_context, task, min, size, closure);
   if (n == 1) {
@@ -216,8 +215,7 @@ void set_num_threads(int n) {
   if (n < 1) detail::fail("set_num_threads", "threads", "expected at least 1, got " + std::to_string(n));
   halide_set_num_threads(n);
   threads = n;
-  for (int most = pool_threads.load(); n > most && !pool_threads.compare_exchange_weak(most, n);) {
-  }
+  for (int most = pool_threads.load(); n > most && !pool_threads.compare_exchange_weak(most, n);) {}
 }
 
 int num_threads() { return current_threads(); }

@@ -47,8 +47,7 @@ constexpr std::int64_t kInterleavedLanes = 64;
 
 template <class T>
 bool interleaved(const View<const T, 2> &v) {
-  return v.memory() == Memory::host && v.stride(0) == 1 && v.stride(1) == v.shape(0) &&
-         v.shape(0) < kInterleavedLanes;
+  return v.memory() == Memory::host && v.stride(0) == 1 && v.stride(1) == v.shape(0) && v.shape(0) < kInterleavedLanes;
 }
 
 template <class T>
@@ -78,8 +77,8 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
     call.fail("b", "expected shape " + shape_string(a.shape()) + " (that of a), got " + shape_string(b.shape()));
   const std::array<std::int64_t, 1> rows{a.shape(0)};
   if (out.shape() != rows)
-    call.fail("out", "expected shape " + shape_string(rows) + " (one value per row of a), got " +
-                         shape_string(out.shape()));
+    call.fail("out",
+              "expected shape " + shape_string(rows) + " (one value per row of a), got " + shape_string(out.shape()));
   // Both operands column-major: the column kernel reads them in place. Otherwise the row kernel,
   // which copies any operand whose K stride is not 1.
   if (column_major(a) && column_major(b) && interleaved(a) && interleaved(b) && out.memory() == Memory::host &&

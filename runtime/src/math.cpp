@@ -25,9 +25,9 @@ template <class T>
 struct MathKernels;
 
 // logsumexp_partial: x's type in, double out (float64 partial results of float32 input).
-#define HPIPE_MATH_KERNELS(T, suffix, partial)                                   \
-  template <>                                                                    \
-  struct MathKernels<T> {                                                        \
+#define HPIPE_MATH_KERNELS(T, suffix, partial)                                     \
+  template <>                                                                      \
+  struct MathKernels<T> {                                                          \
     static constexpr auto exp = HPIPE_KERNEL(hpipe_math_exp_##suffix);             \
     static constexpr auto log = HPIPE_KERNEL(hpipe_math_log_##suffix);             \
     static constexpr auto erf = HPIPE_KERNEL(hpipe_math_erf_##suffix);             \
@@ -118,8 +118,9 @@ std::array<std::int64_t, N - 1> without_axis(const std::array<std::int64_t, N> &
 template <class T, int N>
 int normalized_axis(const char *op, int axis) {
   if (axis < -N || axis >= N)
-    fail(op, "axis", "expected an axis in [" + std::to_string(-N) + ", " + std::to_string(N) + ") for a " +
-                         std::to_string(N) + "-D x, got " + std::to_string(axis));
+    fail(op, "axis",
+         "expected an axis in [" + std::to_string(-N) + ", " + std::to_string(N) + ") for a " + std::to_string(N) +
+             "-D x, got " + std::to_string(axis));
   return axis < 0 ? axis + N : axis;
 }
 
@@ -135,9 +136,12 @@ double logsumexp_of(const std::vector<double> &v) {
   bool nan = false, plus_inf = false;
   double top = -std::numeric_limits<double>::infinity();
   for (double e : v) {
-    if (std::isnan(e)) nan = true;
-    else if (e == std::numeric_limits<double>::infinity()) plus_inf = true;
-    else top = std::max(top, e);
+    if (std::isnan(e))
+      nan = true;
+    else if (e == std::numeric_limits<double>::infinity())
+      plus_inf = true;
+    else
+      top = std::max(top, e);
   }
   if (nan) return std::numeric_limits<double>::quiet_NaN();
   if (plus_inf) return std::numeric_limits<double>::infinity();
@@ -187,22 +191,23 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   detail::check_extents(op, "x", x);
   const auto expected = without_axis<T, N>(x.shape(), axis);
   if (out.shape() != expected)
-    fail(op, "out", "expected shape " + shape_string(expected) + " (x of shape " + shape_string(x.shape()) +
-                        " without axis " + std::to_string(axis) + "), got " + shape_string(out.shape()));
+    fail(op, "out",
+         "expected shape " + shape_string(expected) + " (x of shape " + shape_string(x.shape()) + " without axis " +
+             std::to_string(axis) + "), got " + shape_string(out.shape()));
   // On the whole views: the paths below may copy x or out, or cut x into calls.
   detail::check_disjoint(op, "out", out, "x", x);
   const Merged xo = merge(x, 0, axis), xi = merge(x, axis + 1, N);
   const Merged oo = merge(out, 0, axis), oi = merge(out, axis, N - 1);
   if (!xo.ok || !xi.ok) {
     if (x.memory() != Memory::host)
-      fail(op, "x", "in CUDA memory, the dimensions before and after the axis must each merge into one (C-order "
-                    "within each group)");
+      fail(op, "x",
+           "in CUDA memory, the dimensions before and after the axis must each merge into one (C-order "
+           "within each group)");
     const auto copy = dense_copy(x);
     return logsumexp_impl<T, N>(copy.view(), axis, out, options);
   }
   if (!oo.ok || !oi.ok) {
-    if (out.memory() != Memory::host)
-      fail(op, "out", "in CUDA memory, it must be C-order dense");
+    if (out.memory() != Memory::host) fail(op, "out", "in CUDA memory, it must be C-order dense");
     Array<T, N - 1> tmp(out.shape());
     logsumexp_impl<T, N>(x, axis, tmp.view(), options);
     const T *next = tmp.data();
@@ -260,8 +265,7 @@ void erf_of(View<const T, N> x, View<T, N> y, const Options &o) {
   elementwise<T, N>("erf", MathKernels<T>::erf, x, y, o);
 }
 template <class T, int N>
-Array<T, N> allocated(void (*fn)(View<const T, N>, View<T, N>, const Options &), View<const T, N> x,
-                      const Options &o) {
+Array<T, N> allocated(void (*fn)(View<const T, N>, View<T, N>, const Options &), View<const T, N> x, const Options &o) {
   Array<T, N> y(x.shape());
   fn(x, y.view(), o);
   return y;

@@ -24,14 +24,14 @@ namespace {
 template <class T>
 struct ReconKernels;
 
-#define HPIPE_RECON_KERNELS(T, suffix)                                         \
-  template <>                                                                  \
-  struct ReconKernels<T> {                                                     \
-    static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);      \
+#define HPIPE_RECON_KERNELS(T, suffix)                                              \
+  template <>                                                                       \
+  struct ReconKernels<T> {                                                          \
+    static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);           \
     static constexpr auto tv_step = HPIPE_KERNEL(hpipe_tv_vectorial_step_##suffix); \
-    static constexpr auto tv_finish = HPIPE_KERNEL(hpipe_tv_finish_##suffix); \
-    static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);      \
-    static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);    \
+    static constexpr auto tv_finish = HPIPE_KERNEL(hpipe_tv_finish_##suffix);       \
+    static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);           \
+    static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);         \
   };
 HPIPE_RECON_KERNELS(float, f32)
 HPIPE_RECON_KERNELS(double, f64)
@@ -187,8 +187,8 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
 
 // Everything a whole run checks before any work; returns Phi for the mask.
 template <class T>
-Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask,
-                    const ReconParams &p, View<T, 4> x, const Options &options) {
+Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask, const ReconParams &p,
+                    View<T, 4> x, const Options &options) {
   Call call(op, options);
   check_host(call, "y", y);
   check_host(call, "mask", mask.view());
@@ -294,8 +294,7 @@ std::array<double, 11> gaussian_window() {
 template <class T>
 double ssim_impl(View<const T, 2> a, View<const T, 2> t, double data_range) {
   check_same_shape("ssim", a, t);
-  if (!(data_range > 0))
-    fail("ssim", "data_range", "expected a value > 0, got " + std::to_string(data_range));
+  if (!(data_range > 0)) fail("ssim", "data_range", "expected a value > 0, got " + std::to_string(data_range));
   const std::int64_t H = a.shape(0), W = a.shape(1);
   if (H < 11 || W < 11)
     fail("ssim", "estimate", "expected an image of at least 11 x 11 (the window), got " + shape_string(a.shape()));
@@ -381,11 +380,11 @@ void admm_tv(View<const double, 3> y, const Mask<double> &mask, const ReconParam
   admm_impl<double>(y, mask, p, x, progress, o);
 }
 Array<float, 4> reconstruct(ReconMethod method, View<const float, 3> y, const Mask<float> &mask, std::int64_t bands,
-                       const ReconParams &p, const IterationCallback &progress, const Options &o) {
+                            const ReconParams &p, const IterationCallback &progress, const Options &o) {
   return reconstruct_impl<float>(method, y, mask, bands, p, progress, o);
 }
 Array<double, 4> reconstruct(ReconMethod method, View<const double, 3> y, const Mask<double> &mask, std::int64_t bands,
-                       const ReconParams &p, const IterationCallback &progress, const Options &o) {
+                             const ReconParams &p, const IterationCallback &progress, const Options &o) {
   return reconstruct_impl<double>(method, y, mask, bands, p, progress, o);
 }
 void gap_tv_step(View<const float, 4> x, View<const float, 3> y1, View<const float, 3> y, const Mask<float> &mask,
@@ -404,8 +403,8 @@ void admm_tv_step(View<const float, 4> theta, View<const float, 4> b, View<const
   admm_step_impl<float>(theta, b, y, mask, phi, p, theta_next, b_next, o);
 }
 void admm_tv_step(View<const double, 4> theta, View<const double, 4> b, View<const double, 3> y,
-                  const Mask<double> &mask, View<const double, 2> phi, const ReconParams &p,
-                  View<double, 4> theta_next, View<double, 4> b_next, const Options &o) {
+                  const Mask<double> &mask, View<const double, 2> phi, const ReconParams &p, View<double, 4> theta_next,
+                  View<double, 4> b_next, const Options &o) {
   admm_step_impl<double>(theta, b, y, mask, phi, p, theta_next, b_next, o);
 }
 double psnr(View<const float, 2> a, View<const float, 2> t, double peak) { return psnr_impl<float>(a, t, peak); }

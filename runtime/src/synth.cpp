@@ -19,13 +19,12 @@ std::uint64_t next(std::uint64_t &state) {
 }
 
 void check_extent(const char *op, const char *name, std::int64_t v) {
-  if (v < 1 || v > (1 << 20))
-    detail::fail(op, name, "expected 1 to 2^20, got " + std::to_string(v));
+  if (v < 1 || v > (1 << 20)) detail::fail(op, name, "expected 1 to 2^20, got " + std::to_string(v));
 }
 
 struct Shape {
-  double cx, cy, rx, ry;  // centre and half-sizes, in units of the image size
-  int kind;               // 0 disc, 1 rectangle, 2 ring
+  double cx, cy, rx, ry;             // centre and half-sizes, in units of the image size
+  int kind;                          // 0 disc, 1 rectangle, 2 ring
   double base, peak, centre, width;  // spectrum: base + peak * exp(-((l - centre) / width)^2 / 2)
   bool contains(double u, double v) const {
     const double dx = (u - cx) / rx, dy = (v - cy) / ry;
@@ -45,10 +44,8 @@ struct Shape {
 };
 
 const Shape kShapes[] = {
-    {0.28, 0.30, 0.16, 0.16, 0, 0.10, 0.80, 0.20, 0.12},
-    {0.70, 0.28, 0.18, 0.12, 1, 0.20, 0.70, 0.55, 0.15},
-    {0.50, 0.68, 0.22, 0.22, 2, 0.05, 0.90, 0.80, 0.10},
-    {0.22, 0.76, 0.10, 0.14, 1, 0.50, 0.40, 0.40, 0.30},
+    {0.28, 0.30, 0.16, 0.16, 0, 0.10, 0.80, 0.20, 0.12}, {0.70, 0.28, 0.18, 0.12, 1, 0.20, 0.70, 0.55, 0.15},
+    {0.50, 0.68, 0.22, 0.22, 2, 0.05, 0.90, 0.80, 0.10}, {0.22, 0.76, 0.10, 0.14, 1, 0.50, 0.40, 0.40, 0.30},
     {0.78, 0.74, 0.09, 0.09, 0, 0.30, 0.65, 0.95, 0.08},
 };
 

@@ -14,7 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     const RawArray a = read_npy(in);
     plan_output("out/b_%d.npy", a.shape);  // one file name per plane: bounded by the data read
   } catch (const Failure &) {
-  } catch (const UsageError &) {
-  }
+  } catch (const UsageError &) {}
   return 0;
 }

@@ -11,7 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   try {
     InputFile in("fuzz.png", std::vector<unsigned char>(data, data + size));
     read_png(in);
-  } catch (const Failure &) {
-  }
+  } catch (const Failure &) {}
   return 0;
 }

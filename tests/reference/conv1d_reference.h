@@ -31,9 +31,8 @@ inline std::vector<double> np_convolve(std::vector<double> a, std::vector<double
 
 // Every row of a (n, la) with its own kernel (v is (n, lv)) or a shared one (v is (lv,)); the
 // result is (n, Lo) flattened in C order.
-inline std::vector<double> batched_convolve(const std::vector<double> &a, const std::vector<double> &v,
-                                            std::int64_t n, std::int64_t la, std::int64_t lv, bool shared,
-                                            const std::string &mode) {
+inline std::vector<double> batched_convolve(const std::vector<double> &a, const std::vector<double> &v, std::int64_t n,
+                                            std::int64_t la, std::int64_t lv, bool shared, const std::string &mode) {
   std::vector<double> out;
   for (std::int64_t i = 0; i < n; i++) {
     const std::vector<double> row(a.begin() + i * la, a.begin() + (i + 1) * la);

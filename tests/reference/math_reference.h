@@ -37,8 +37,8 @@ long double ulp_error(T y, long double exact) {
   if (std::isnan(y)) return kBad;
   const T rounded = static_cast<T>(exact);
   if (std::isinf(rounded) || std::isinf(y)) return y == rounded ? 0 : kBad;
-  const int digits = std::numeric_limits<T>::digits;                    // 24 or 53
-  const int min_exp = std::numeric_limits<T>::min_exponent - 1;        // -126 or -1022
+  const int digits = std::numeric_limits<T>::digits;             // 24 or 53
+  const int min_exp = std::numeric_limits<T>::min_exponent - 1;  // -126 or -1022
   const int e = exact == 0 ? min_exp : std::max(std::ilogb(exact), min_exp);
   const long double ulp = std::ldexp(1.0L, e - (digits - 1));
   return std::fabs(static_cast<long double>(y) - exact) / ulp;

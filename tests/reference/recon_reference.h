@@ -48,9 +48,8 @@ inline std::vector<double> tv_chambolle_image(const std::vector<double> &image, 
 
 // The vectorial TV of one batch item (C images of H x W): skimage's loop with the norm summed over
 // the bands of a pixel.
-inline std::vector<double> tv_chambolle_vectorial_item(const std::vector<double> &image, std::int64_t C,
-                                                       std::int64_t H, std::int64_t W, double weight,
-                                                       int iterations) {
+inline std::vector<double> tv_chambolle_vectorial_item(const std::vector<double> &image, std::int64_t C, std::int64_t H,
+                                                       std::int64_t W, double weight, int iterations) {
   const std::int64_t n = H * W, total = C * n;
   std::vector<double> p0(total, 0.0), p1(total, 0.0), g0(total, 0.0), g1(total, 0.0), out = image;
   const double tau = 1.0 / 4.0;

@@ -110,9 +110,7 @@ constexpr UlpContract kUlpContract{1.0, 1.0, 1.5};
 // 2^-24 |v|), of a denormal one 2^-149, so u ULP is allowed as u (2^-149 + 2^-23 |v|). It admits
 // at most twice the contract (for checks that have no ULP measure, such as the tuner's), which
 // still rejects anything that computes, indexes or writes wrongly.
-inline Tolerance float32_ulps(double ulps) {
-  return {ulps * std::ldexp(1.0, -149), ulps * std::ldexp(1.0, -23)};
-}
+inline Tolerance float32_ulps(double ulps) { return {ulps * std::ldexp(1.0, -149), ulps * std::ldexp(1.0, -23)}; }
 
 // logsumexp over n elements. float32: 1 ULP, plus 2^-24 absolute (each exp term is a float good
 // to about 2^-24 relative, which shows where the result nearly cancels to 0); float64: the naive

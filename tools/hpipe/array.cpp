@@ -47,9 +47,21 @@ double RawArray::at(std::int64_t i) const {
   const unsigned char *p = bytes.data() + static_cast<std::size_t>(i) * size_of(dtype);
   switch (dtype) {
     case DType::u8: return *p;
-    case DType::u16: { std::uint16_t v; std::memcpy(&v, p, 2); return v; }
-    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::u16: {
+      std::uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case DType::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::f64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
   return 0;
 }

@@ -9,7 +9,7 @@ namespace hpipe::cli {
 
 enum class DType { u8, u16, f32, f64 };
 
-const char *name(DType t);          // "uint8", "uint16", "float32", "float64"
+const char *name(DType t);  // "uint8", "uint16", "float32", "float64"
 std::size_t size_of(DType t);
 
 using Shape = std::vector<std::int64_t>;

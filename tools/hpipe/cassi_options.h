@@ -24,7 +24,9 @@ struct CassiArgs {
 };
 
 // The factor from y to the measurement as stored: 2 / C with --tsa-norm, else 1.
-inline double measurement_factor(const CassiArgs &r, std::int64_t bands) { return r.tsa_norm ? 2.0 / double(bands) : 1.0; }
+inline double measurement_factor(const CassiArgs &r, std::int64_t bands) {
+  return r.tsa_norm ? 2.0 / double(bands) : 1.0;
+}
 
 // --mask (required), --step, --axis x|y, --bands; `command` names the caller in messages.
 inline CassiArgs parse_cassi_args(const Context &ctx, std::string command) {
@@ -90,14 +92,14 @@ void recover_preshifted_mask(Context &ctx, const CassiArgs &r, MaskData<T> &m, s
           cropped[static_cast<std::size_t>((b * h2 + yy) * w2 + xx)] = v;
         } else if (v != 0) {
           throw Failure(r.mask_name + ": the per-band mask spans the measurement (" + std::to_string(h) + " x " +
-                        std::to_string(w) + ") as a pre-shifted mask (mask_3d_shift) would, but band " + std::to_string(b) +
-                        " is non-zero outside its window for step " + std::to_string(r.d.step) + " (at " +
-                        std::to_string(y) + ", " + std::to_string(x) + ")");
+                        std::to_string(w) + ") as a pre-shifted mask (mask_3d_shift) would, but band " +
+                        std::to_string(b) + " is non-zero outside its window for step " + std::to_string(r.d.step) +
+                        " (at " + std::to_string(y) + ", " + std::to_string(x) + ")");
         }
       }
   }
-  ctx.note(r.mask_name + ": a pre-shifted mask (mask_3d_shift layout): using each band's window, (" + std::to_string(c) +
-           ", " + std::to_string(h2) + ", " + std::to_string(w2) + ")");
+  ctx.note(r.mask_name + ": a pre-shifted mask (mask_3d_shift layout): using each band's window, (" +
+           std::to_string(c) + ", " + std::to_string(h2) + ", " + std::to_string(w2) + ")");
   ctx.summary.set("mask_preshifted", true);
   m.stack.shape = {c, h2, w2};
   m.stack.data = std::move(cropped);
@@ -127,8 +129,8 @@ std::int64_t band_count(const CassiArgs &r, const MaskData<T> &m, std::int64_t h
                   std::to_string(r.d.step));
   if (!c && s != 0) c = spread / s + 1;
   if (!c)
-    throw UsageError(r.command + ": give --bands C (the measurement " + measurement +
-                     " does not tell it with step " + std::to_string(r.d.step) + ")");
+    throw UsageError(r.command + ": give --bands C (the measurement " + measurement + " does not tell it with step " +
+                     std::to_string(r.d.step) + ")");
   if ((*c - 1) * s != spread)
     throw Failure(measurement + ": its " + axis + " " + std::to_string(along) + " is not the mask's " +
                   std::to_string(mask_along) + " + (C - 1) * |step| for C = " + std::to_string(*c) +

@@ -37,7 +37,8 @@ const std::vector<Option> kWriteOptions = {
     {"--scale", nullptr, "auto|none|MIN,MAX",
      "map [MIN, MAX] (auto: the data's range) to the type's full range; default none: [0, 1] is full range"},
     {"--force", nullptr, nullptr, "overwrite existing outputs (never an input)"},
-    {"--output-layout", nullptr, "hwc|chw", "how a .mat/.h5/.npy output stores a cube (default: .mat, .h5 hwc; .npy chw)"},
+    {"--output-layout", nullptr, "hwc|chw",
+     "how a .mat/.h5/.npy output stores a cube (default: .mat, .h5 hwc; .npy chw)"},
     {"--mat-version", nullptr, "5|7.3", "MATLAB file version of a .mat output (default 5; 7.3 is HDF5 inside)"},
 };
 
@@ -147,15 +148,18 @@ Json &Json::set(const std::string &key, const std::vector<double> &numbers) {
 }
 std::string Json::str() const {
   std::string s = "{";
-  for (std::size_t i = 0; i < fields_.size(); i++) s += (i ? ", " : "") + tools::json_quote(fields_[i].first) + ": " + fields_[i].second;
+  for (std::size_t i = 0; i < fields_.size(); i++)
+    s += (i ? ", " : "") + tools::json_quote(fields_[i].first) + ": " + fields_[i].second;
   return s + "}";
 }
 
 // ---- Progress ----
 
 Progress::Progress(bool enabled, std::string label)
-    : enabled_(enabled && isatty(STDERR_FILENO)), label_(std::move(label)),
-      start_(std::chrono::steady_clock::now()), last_(start_) {}
+    : enabled_(enabled && isatty(STDERR_FILENO)),
+      label_(std::move(label)),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
 
 Progress::~Progress() {
   if (drawn_) std::fprintf(stderr, "\r\033[K");
@@ -215,15 +219,22 @@ Context::Context(const Command &c, const std::vector<std::string> &args) : comma
   json = has("--json");
   verbose = has("--verbose") ? 1 : 0;
   if (const auto d = value("--device")) {
-    if (*d == "cpu") options.device = Device::cpu;
-    else if (*d == "cuda") options.device = Device::cuda;
-    else if (*d == "auto") options.device = Device::automatic;
-    else throw UsageError("--device: expected cpu, cuda or auto, got '" + *d + "'");
+    if (*d == "cpu")
+      options.device = Device::cpu;
+    else if (*d == "cuda")
+      options.device = Device::cuda;
+    else if (*d == "auto")
+      options.device = Device::automatic;
+    else
+      throw UsageError("--device: expected cpu, cuda or auto, got '" + *d + "'");
   }
   if (const auto p = value("--precision")) {
-    if (*p == "f32") precision_f64 = false;
-    else if (*p == "f64") precision_f64 = true;
-    else if (*p != "auto") throw UsageError("--precision: expected auto, f32 or f64, got '" + *p + "'");
+    if (*p == "f32")
+      precision_f64 = false;
+    else if (*p == "f64")
+      precision_f64 = true;
+    else if (*p != "auto")
+      throw UsageError("--precision: expected auto, f32 or f64, got '" + *p + "'");
   }
   read.raw = has("--raw");
   read.layout = parse_layout(value("--layout").value_or(""), "--layout");
@@ -319,9 +330,11 @@ std::vector<Source> Context::read_inputs(const std::vector<std::string> &specs, 
   std::vector<Source> sources = timed("read", [&] { return read_sources(files, read, std::ref(progress)); });
   for (const Source &s : sources) {
     input_files_.insert(input_files_.end(), s.files.begin(), s.files.end());
-    if (write.file.wavelengths.empty()) write.file.wavelengths = s.wavelengths;  // kept when the output has room for them
+    if (write.file.wavelengths.empty())
+      write.file.wavelengths = s.wavelengths;  // kept when the output has room for them
     bytes_read_ += static_cast<std::int64_t>(s.array.bytes.size());
-    inputs_json_.push_back(Json().set("role", role).set("path", s.path).set("shape", s.array.shape).set("dtype", name(s.array.dtype)));
+    inputs_json_.push_back(
+        Json().set("role", role).set("path", s.path).set("shape", s.array.shape).set("dtype", name(s.array.dtype)));
     note("read " + s.path + ": " + shape_string(s.array.shape) + " " + name(s.array.dtype));
   }
   return sources;
@@ -345,18 +358,21 @@ template <class T>
 WriteReport Context::write_output(const std::string &target, const Shape &shape, const hpipe::AlignedVector<T> &data,
                                   DType default_type) {
   Progress progress(!quiet, "writing");
-  const WriteReport r = timed("write", [&] {
-    return write_stack(target, shape, data, write, default_type, input_files_, std::ref(progress));
-  });
+  const WriteReport r = timed(
+      "write", [&] { return write_stack(target, shape, data, write, default_type, input_files_, std::ref(progress)); });
   bytes_written_ += r.bytes_written;
   Json o;
-  o.set("path", target).set("files", static_cast<std::int64_t>(r.files.size())).set("shape", shape).set("dtype", name(r.type));
+  o.set("path", target)
+      .set("files", static_cast<std::int64_t>(r.files.size()))
+      .set("shape", shape)
+      .set("dtype", name(r.type));
   o.set("clipped", r.clipped);
   if (r.range) o.set("range", Json().set("min", r.range->lo).set("max", r.range->hi));
   outputs_json_.push_back(o);
   for (const std::string &f : r.files) note("wrote " + f);
-  std::string line = "wrote " + (r.files.size() == 1 ? r.files[0] : std::to_string(r.files.size()) + " files " + target) +
-                     ": " + shape_string(shape) + " as " + name(r.type);
+  std::string line = "wrote " +
+                     (r.files.size() == 1 ? r.files[0] : std::to_string(r.files.size()) + " files " + target) + ": " +
+                     shape_string(shape) + " as " + name(r.type);
   if (r.range) line += ", [" + number(r.range->lo) + ", " + number(r.range->hi) + "] -> full range";
   say(line);
   if (r.clipped)
@@ -364,10 +380,10 @@ WriteReport Context::write_output(const std::string &target, const Shape &shape,
          " range and were clipped (try --scale auto)");
   return r;
 }
-template WriteReport Context::write_output<float>(const std::string &, const Shape &, const hpipe::AlignedVector<float> &,
-                                                  DType);
-template WriteReport Context::write_output<double>(const std::string &, const Shape &, const hpipe::AlignedVector<double> &,
-                                                   DType);
+template WriteReport Context::write_output<float>(const std::string &, const Shape &,
+                                                  const hpipe::AlignedVector<float> &, DType);
+template WriteReport Context::write_output<double>(const std::string &, const Shape &,
+                                                   const hpipe::AlignedVector<double> &, DType);
 
 void Context::add_time(const std::string &phase, double ms) {
   for (auto &t : times_)
@@ -402,8 +418,8 @@ std::string Context::finish_json(double total_ms) const {
   times.set("total", total_ms);
   // Where the kernels ran: auto means CUDA exactly when it is usable (the tool passes host memory).
   const Device ran = options.device != Device::automatic ? options.device
-                     : cuda_available()                   ? Device::cuda
-                                                          : Device::cpu;
+                     : cuda_available()                  ? Device::cuda
+                                                         : Device::cpu;
   j.set("device", to_string(ran)).set("device_requested", to_string(options.device)).set("threads", num_threads());
   j.set("inputs", inputs_json_).set("outputs", outputs_json_);
   j.set("result", summary);

@@ -34,8 +34,8 @@ struct Option {
 };
 
 enum Group : unsigned {
-  kReads = 1,   // --raw
-  kWrites = 2,  // -o, --type, --scale, --force
+  kReads = 1,     // --raw
+  kWrites = 2,    // -o, --type, --scale, --force
   kComputes = 4,  // --precision
 };
 
@@ -43,7 +43,7 @@ struct Command {
   const char *name;
   const char *arguments;  // "forward|adjoint|pinv|pinv-alpha|phi STACK"
   const char *summary;
-  const char *details;    // more help text, or ""
+  const char *details;  // more help text, or ""
   const char *example;
   std::vector<Option> options;
   unsigned groups;
@@ -98,9 +98,9 @@ class Context {
   int verbose = 0;
   ReadOptions read;
   WriteOptions write;
-  std::string output;  // -o
+  std::string output;                 // -o
   std::optional<bool> precision_f64;  // --precision f32|f64; unset: auto
-  Json summary;        // the command's own fields; main adds times, bytes and the device
+  Json summary;                       // the command's own fields; main adds times, bytes and the device
 
   bool has(const char *option) const;
   std::optional<std::string> value(const char *option) const;
@@ -137,7 +137,9 @@ class Context {
       Context *c;
       const char *p;
       std::chrono::steady_clock::time_point t0;
-      ~Stop() { c->add_time(p, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()); }
+      ~Stop() {
+        c->add_time(p, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
     } stop{this, phase, t0};
     return f();
   }
@@ -186,7 +188,7 @@ std::optional<std::vector<double>> number_list(const std::string &text);
 
 // Numbers given on the command line (--taps 1,2,1) or read from a file (--taps-file k.npy).
 struct Numbers {
-  std::string name;                          // the list or the file, for messages
+  std::string name;                           // the list or the file, for messages
   std::optional<std::vector<double>> listed;  // from the command line
   std::vector<Source> file;                   // else read from here
   // Reads `spec` as a list when it is one, else as a file (role names it in the summary).
@@ -202,7 +204,6 @@ struct Numbers {
     return s;
   }
 };
-
 
 // The command-line entry point: parses, runs, reports; returns the exit status (0, 1 or 2).
 int main(int argc, char **argv);

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -35,8 +35,10 @@ const std::vector<Option> kBatchOptions = {
     {"--shard", nullptr, "I/N",
      "run items I, I+N, I+2N, ... only (default: a Slurm array's or Kubernetes Indexed Job's index, when set)"},
     {"--workers", nullptr, "N", "items run at once here (default: the cores, at most the items)"},
-    {"--scheduler", nullptr, "ADDRESS", "run the items on the Dask cluster at tcp://HOST:PORT (needs the Python package)"},
-    {"--ext", nullptr, "EXT", "the outputs' format: OUTDIR/NAME.EXT, npy (default), png (2-D results), mat, h5, tif, hdr"},
+    {"--scheduler", nullptr, "ADDRESS",
+     "run the items on the Dask cluster at tcp://HOST:PORT (needs the Python package)"},
+    {"--ext", nullptr, "EXT",
+     "the outputs' format: OUTDIR/NAME.EXT, npy (default), png (2-D results), mat, h5, tif, hdr"},
     {"--list", nullptr, nullptr, "print the items (input, output, complete or not) and run nothing"},
 };
 
@@ -113,7 +115,8 @@ const char *env(const char *name) {
 Shard shard_of(const Context &ctx) {
   if (const auto text = ctx.value("--shard")) {
     const std::size_t slash = text->find('/');
-    if (slash == std::string::npos) throw UsageError("--shard: expected I/N (0/4 is the first of 4), got '" + *text + "'");
+    if (slash == std::string::npos)
+      throw UsageError("--shard: expected I/N (0/4 is the first of 4), got '" + *text + "'");
     return checked({whole_number(text->substr(0, slash), "--shard"), whole_number(text->substr(slash + 1), "--shard")},
                    "--shard");
   }
@@ -128,8 +131,9 @@ Shard shard_of(const Context &ctx) {
   if (const char *index = env("JOB_COMPLETION_INDEX")) {
     const char *count = env("JOB_COMPLETIONS");
     if (!count)
-      throw UsageError("JOB_COMPLETION_INDEX is set but JOB_COMPLETIONS is not: set it to the Job's completions "
-                       "(or give --shard I/N)");
+      throw UsageError(
+          "JOB_COMPLETION_INDEX is set but JOB_COMPLETIONS is not: set it to the Job's completions "
+          "(or give --shard I/N)");
     return checked({whole_number(index, "JOB_COMPLETION_INDEX"), whole_number(count, "JOB_COMPLETIONS")},
                    "JOB_COMPLETION_INDEX/JOB_COMPLETIONS");
   }
@@ -163,7 +167,8 @@ Plan plan_of(const Context &ctx) {
   const std::vector<std::string> &pos = ctx.positional;
   if (pos.empty() || (pos[0] != "cassi" && pos[0] != "recon"))
     throw UsageError("hpipe batch: expected cassi or recon, then its mode and the inputs (see hpipe batch --help)");
-  if (pos.size() < 3) throw UsageError("hpipe batch " + pos[0] + ": expected a mode and a folder or manifest of inputs");
+  if (pos.size() < 3)
+    throw UsageError("hpipe batch " + pos[0] + ": expected a mode and a folder or manifest of inputs");
   if (pos[1] == "phi") throw UsageError("hpipe batch cassi phi: phi has no inputs to batch over");
   p.command = {pos[0], pos[1]};
   p.sources.assign(pos.begin() + 2, pos.end());
@@ -176,7 +181,8 @@ Plan plan_of(const Context &ctx) {
   p.outdir = ctx.output_path();
   while (p.outdir.size() > 1 && p.outdir.back() == '/') p.outdir.pop_back();
   if (exists(p.outdir) && !is_directory(p.outdir)) throw UsageError(p.outdir + ": -o names a file; expected a folder");
-  if (ctx.has("--preview")) throw UsageError("--preview: every item would draw into the same folder; preview single items");
+  if (ctx.has("--preview"))
+    throw UsageError("--preview: every item would draw into the same folder; preview single items");
   p.ext = ctx.value("--ext").value_or("npy");
   try {
     output_format("item." + p.ext);
@@ -254,7 +260,8 @@ std::string error_of(FILE *errors, int status) {
   }
   const std::string prefix = "hpipe: error: ";
   if (last.rfind(prefix, 0) == 0) last = last.substr(prefix.size());
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status)) + (last.empty() ? "" : ": " + last);
+  if (WIFSIGNALED(status))
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + (last.empty() ? "" : ": " + last);
   return last.empty() ? "exit status " + std::to_string(WEXITSTATUS(status)) : last;
 }
 
@@ -335,8 +342,13 @@ Tally run_here(Context &ctx, const Plan &plan, const std::vector<std::size_t> &t
 
 [[noreturn]] void run_on_dask(const Context &ctx, const Plan &plan) {
   const char *python = env("HPIPE_PYTHON");
-  std::vector<std::string> argv = {python ? python : HPIPE_PYTHON_EXECUTABLE, "-m", "hpipe.batch",
-                                   "--scheduler", *ctx.value("--scheduler"), "--hpipe", this_executable()};
+  std::vector<std::string> argv = {python ? python : HPIPE_PYTHON_EXECUTABLE,
+                                   "-m",
+                                   "hpipe.batch",
+                                   "--scheduler",
+                                   *ctx.value("--scheduler"),
+                                   "--hpipe",
+                                   this_executable()};
   if (ctx.json) argv.push_back("--json");
   if (ctx.quiet) argv.push_back("--quiet");
   argv.push_back("--");
@@ -400,10 +412,13 @@ int run_batch(Context &ctx) {
   const std::int64_t failed = static_cast<std::int64_t>(tally.failures.size());
   const double rate = seconds > 0 ? double(tally.done) / seconds : 0;
   ctx.summary.set("done", tally.done).set("skipped", skipped).set("failed", failed).set("failures", tally.failures);
-  ctx.summary.set("workers", workers).set("threads_per_worker", threads).set("seconds", seconds).set("items_per_s", rate);
+  ctx.summary.set("workers", workers)
+      .set("threads_per_worker", threads)
+      .set("seconds", seconds)
+      .set("items_per_s", rate);
   char line[160];
-  std::snprintf(line, sizeof line, "%lld done, %lld skipped, %lld failed in %.2f s (%.3g items/s)", (long long)tally.done,
-                (long long)skipped, (long long)failed, seconds, rate);
+  std::snprintf(line, sizeof line, "%lld done, %lld skipped, %lld failed in %.2f s (%.3g items/s)",
+                (long long)tally.done, (long long)skipped, (long long)failed, seconds, rate);
   ctx.say("batch " + plan.command[0] + " " + plan.command[1] + ", " + std::to_string(selected.size()) + " of " +
           std::to_string(plan.items.size()) + " items (shard " + std::to_string(shard.index) + "/" +
           std::to_string(shard.count) + "), " + std::to_string(workers) + " workers x " + std::to_string(threads) +

@@ -39,16 +39,16 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
   if (mode == "forward") {
     if (s.size() < 2 || s.size() > 4)
       throw Failure(in_name + ": shape " + shape_string(s) + " is not a band stack (C, H, W) or a batch (B, C, H, W)");
-    const Shape4 cube = s.size() == 4 ? Shape4{s[0], s[1], s[2], s[3]}
-                                      : Shape4{1, s.size() == 3 ? s[0] : 1, s[s.size() - 2], s.back()};
+    const Shape4 cube =
+        s.size() == 4 ? Shape4{s[0], s[1], s[2], s[3]} : Shape4{1, s.size() == 3 ? s[0] : 1, s[s.size() - 2], s.back()};
     recover_preshifted_mask(ctx, r, m, cassi_measurement_shape(cube, r.d)[r.along_x() ? 2 : 1]);
     const Mask<T> mask = m.mask();
     if (cube[2] != m.height() || cube[3] != m.width())
       throw Failure(r.mask_name + ": mask size " + size_text(m.height(), m.width()) + " differs from the images' " +
                     size_text(cube[2], cube[3]) + " (mask shape wrong)");
     if (m.per_band() && m.stack.shape[0] != cube[1])
-      throw Failure(r.mask_name + ": the per-band mask has " + std::to_string(m.stack.shape[0]) + " bands, " +
-                    in_name + " has " + std::to_string(cube[1]));
+      throw Failure(r.mask_name + ": the per-band mask has " + std::to_string(m.stack.shape[0]) + " bands, " + in_name +
+                    " has " + std::to_string(cube[1]));
     const Shape3 meas = cassi_measurement_shape(cube, r.d);
     hpipe::AlignedVector<T> y = ctx.allocate<T>({meas[0], meas[1], meas[2]}, "the measurement");
     ctx.timed("compute", [&] {

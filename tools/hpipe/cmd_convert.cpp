@@ -11,7 +11,8 @@ int run_convert(Context &ctx) {
   std::vector<Source> sources = ctx.read_inputs(ctx.positional, "input");
   const bool f64 = any_float64(sources);
   const DType first = sources[0].array.dtype;
-  const bool same = std::all_of(sources.begin(), sources.end(), [&](const Source &s) { return s.array.dtype == first; });
+  const bool same =
+      std::all_of(sources.begin(), sources.end(), [&](const Source &s) { return s.array.dtype == first; });
   const DType keep = same ? first : f64 ? DType::f64 : DType::f32;
   return ctx.with_precision(f64, [&](auto zero) {
     using T = decltype(zero);

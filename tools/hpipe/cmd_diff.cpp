@@ -37,7 +37,8 @@ int run_diff(Context &ctx) {
   ctx.summary.set("max_abs", max_abs).set("mean_abs", mean_abs).set("mean_abs_a", mean_a);
   ctx.summary.set("relative", mean_a > 0 ? mean_abs / mean_a : 0.0);
   char line[200];
-  std::snprintf(line, sizeof line, "%s: max |a - b| = %.3g, mean |a - b| = %.3g (mean |a| = %.3g, relative %.3g), %lld of %zu differ",
+  std::snprintf(line, sizeof line,
+                "%s: max |a - b| = %.3g, mean |a - b| = %.3g (mean |a| = %.3g, relative %.3g), %lld of %zu differ",
                 shape_string(a.shape).c_str(), max_abs, mean_abs, mean_a, mean_a > 0 ? mean_abs / mean_a : 0.0,
                 static_cast<long long>(unequal), n);
   ctx.say(line);

@@ -52,9 +52,8 @@ int run_dot(Context &ctx) {
   if (ctx.positional.empty()) throw UsageError("hpipe dot: expected an input STACK (see hpipe dot --help)");
   Numbers spectrum = Numbers::listed_or_read(ctx, ctx.required("--with"), "spectrum");
   std::vector<Source> inputs = ctx.read_inputs(ctx.positional, "bands");
-  return ctx.with_precision(any_float64(inputs) || spectrum.float64(), [&](auto zero) {
-    return run<decltype(zero)>(ctx, std::move(inputs), spectrum);
-  });
+  return ctx.with_precision(any_float64(inputs) || spectrum.float64(),
+                            [&](auto zero) { return run<decltype(zero)>(ctx, std::move(inputs), spectrum); });
 }
 
 }  // namespace hpipe::cli

@@ -24,7 +24,10 @@ int run_info(Context &ctx) {
     }
     const Decoder decode(s, ctx.read);
     Json j;
-    j.set("path", s.path).set("format", lower_case(name(s.format))).set("shape", s.array.shape).set("dtype", name(s.array.dtype));
+    j.set("path", s.path)
+        .set("format", lower_case(name(s.format)))
+        .set("shape", s.array.shape)
+        .set("dtype", name(s.array.dtype));
     j.set("stored_shape", s.stored_shape);
     if (s.layout) j.set("layout", name(*s.layout));
     if (!s.detail.empty()) j.set("detail", s.detail);
@@ -35,8 +38,8 @@ int run_info(Context &ctx) {
     char range[160];
     std::snprintf(range, sizeof range, "values [%.6g, %.6g]", decode(lo), decode(hi));
     // "scene.mat:img: MAT v5 'img' (256, 256, 28) hwc -> (28, 256, 256) float64, values [0, 1]"
-    std::string line = s.path + ": " + name(s.format) + (s.detail.empty() ? "" : " " + s.detail) + " " +
-                       shape_string(s.stored_shape);
+    std::string line =
+        s.path + ": " + name(s.format) + (s.detail.empty() ? "" : " " + s.detail) + " " + shape_string(s.stored_shape);
     if (s.layout) line += std::string(" ") + name(*s.layout);
     if (s.stored_shape != s.array.shape) line += " -> " + shape_string(s.array.shape);
     line += std::string(" ") + name(s.array.dtype) + ", " + range;
@@ -47,8 +50,8 @@ int run_info(Context &ctx) {
     if (nonfinite) line += ", " + std::to_string(nonfinite) + " NaN/inf";
     if (s.array.size() == 0) line += ", empty";
     if (!s.wavelengths.empty()) {
-      std::snprintf(range, sizeof range, ", wavelengths %.6g..%.6g nm (%zu)", s.wavelengths.front(), s.wavelengths.back(),
-                    s.wavelengths.size());
+      std::snprintf(range, sizeof range, ", wavelengths %.6g..%.6g nm (%zu)", s.wavelengths.front(),
+                    s.wavelengths.back(), s.wavelengths.size());
       line += range;
     }
     ctx.say(line);

@@ -33,7 +33,8 @@ int run(Context &ctx, const std::string &axis_name, int from_end, std::vector<So
   const Shape &s = in.shape;
   const int rank = static_cast<int>(s.size());
   if (rank < from_end || rank > 4)
-    throw Failure(in_name + ": shape " + shape_string(s) + (rank > 4 ? " has more than 4 dimensions" : " has no axis " + axis_name));
+    throw Failure(in_name + ": shape " + shape_string(s) +
+                  (rank > 4 ? " has more than 4 dimensions" : " has no axis " + axis_name));
   const int axis = rank - from_end;
   Shape out_shape = s;
   out_shape.erase(out_shape.begin() + axis);
@@ -58,9 +59,8 @@ int run_logsumexp(Context &ctx) {
   const std::string axis = ctx.value("--axis").value_or("band");
   const int from_end = axis_from_end(axis);
   std::vector<Source> inputs = ctx.read_inputs(ctx.positional, "x");
-  return ctx.with_precision(any_float64(inputs), [&](auto zero) {
-    return run<decltype(zero)>(ctx, axis, from_end, std::move(inputs));
-  });
+  return ctx.with_precision(any_float64(inputs),
+                            [&](auto zero) { return run<decltype(zero)>(ctx, axis, from_end, std::move(inputs)); });
 }
 
 }  // namespace hpipe::cli

@@ -39,9 +39,8 @@ int run_map(Context &ctx) {
   if (ctx.positional.size() < 2)
     throw UsageError("hpipe map " + function + ": expected an input STACK (see hpipe map --help)");
   std::vector<Source> inputs = ctx.read_inputs({ctx.positional.begin() + 1, ctx.positional.end()}, "x");
-  return ctx.with_precision(any_float64(inputs), [&](auto zero) {
-    return run<decltype(zero)>(ctx, function, std::move(inputs));
-  });
+  return ctx.with_precision(any_float64(inputs),
+                            [&](auto zero) { return run<decltype(zero)>(ctx, function, std::move(inputs)); });
 }
 
 }  // namespace hpipe::cli

@@ -34,8 +34,8 @@ int run_preview(Context &ctx) {
   });
   ctx.summary.set("path", out).set("bands", bands).set("wavelengths", nm).set("montage", montage);
   ctx.summary.set("size", Shape{picture.height, picture.width});
-  ctx.say("wrote " + out + ": " + (montage ? "montage of " : "colour picture of ") + std::to_string(bands) + " bands, " +
-          std::to_string(picture.width) + " x " + std::to_string(picture.height));
+  ctx.say("wrote " + out + ": " + (montage ? "montage of " : "colour picture of ") + std::to_string(bands) +
+          " bands, " + std::to_string(picture.width) + " x " + std::to_string(picture.height));
   return 0;
 }
 

@@ -6,9 +6,9 @@
 #include "cassi_options.h"
 #include "commands.h"
 #include "file.h"
-#include "preview.h"
 #include "hpipe/error.h"
 #include "hpipe/recon.h"
+#include "preview.h"
 
 namespace hpipe::cli {
 
@@ -25,8 +25,8 @@ std::string fixed(const char *format, double v) {
 
 // The quality of each batch item of `x` against the truth, printed per band with its means.
 template <class T>
-std::vector<Json> report_quality(Context &ctx, const char *label, const hpipe::AlignedVector<T> &x, const Stack<T> &truth,
-                                 const Shape4 &cube, bool per_band_lines) {
+std::vector<Json> report_quality(Context &ctx, const char *label, const hpipe::AlignedVector<T> &x,
+                                 const Stack<T> &truth, const Shape4 &cube, bool per_band_lines) {
   std::vector<Json> items;
   const std::int64_t image = cube[1] * cube[2] * cube[3];
   for (std::int64_t b = 0; b < cube[0]; b++) {
@@ -40,7 +40,8 @@ std::vector<Json> report_quality(Context &ctx, const char *label, const hpipe::A
                 " dB, SSIM " + fixed("%.4f", q.ssim[c]));
     ctx.say(std::string(label) + item + " mean: PSNR " + fixed("%.2f", q.mean_psnr) + " dB, SSIM " +
             fixed("%.4f", q.mean_ssim));
-    items.push_back(Json().set("psnr", q.psnr).set("ssim", q.ssim).set("mean_psnr", q.mean_psnr).set("mean_ssim", q.mean_ssim));
+    items.push_back(
+        Json().set("psnr", q.psnr).set("ssim", q.ssim).set("mean_psnr", q.mean_psnr).set("mean_ssim", q.mean_ssim));
   }
   return items;
 }
@@ -77,13 +78,15 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
   std::vector<double> residuals;
   const IterationCallback progress = [&](const IterationInfo &it) {
     residuals.push_back(it.residual);
-    ctx.say("iteration " + std::to_string(it.iteration) + "/" + std::to_string(it.iterations) + ": ||y - A x|| = " +
-            fixed("%.6g", it.residual));
+    ctx.say("iteration " + std::to_string(it.iteration) + "/" + std::to_string(it.iterations) +
+            ": ||y - A x|| = " + fixed("%.6g", it.residual));
     std::fflush(stdout);
   };
   ctx.timed("compute", [&] {
-    if (method == ReconMethod::gap_tv) gap_tv(yv, mask, params, View<T, 4>(x.data(), cube), progress, ctx.options);
-    else admm_tv(yv, mask, params, View<T, 4>(x.data(), cube), progress, ctx.options);
+    if (method == ReconMethod::gap_tv)
+      gap_tv(yv, mask, params, View<T, 4>(x.data(), cube), progress, ctx.options);
+    else
+      admm_tv(yv, mask, params, View<T, 4>(x.data(), cube), progress, ctx.options);
   });
   ctx.summary.set("method", to_string(method)).set("bands", c).set("iterations", params.iterations);
   ctx.summary.set("residuals", residuals);

@@ -22,10 +22,12 @@ int run_synth(Context &ctx) {
                            " writes; give the mask its own file");
   }
   const auto scene = ctx.timed("compute", [&] { return synth_scene(bands, height, width); });
-  ctx.write_output(out, {bands, height, width}, hpipe::AlignedVector<float>(scene.data(), scene.data() + scene.size()), DType::f32);
+  ctx.write_output(out, {bands, height, width}, hpipe::AlignedVector<float>(scene.data(), scene.data() + scene.size()),
+                   DType::f32);
   if (mask_path) {
     const auto mask = ctx.timed("compute", [&] { return synth_mask(height, width, static_cast<std::uint64_t>(seed)); });
-    ctx.write_output(*mask_path, {height, width}, hpipe::AlignedVector<float>(mask.data(), mask.data() + mask.size()), DType::f32);
+    ctx.write_output(*mask_path, {height, width}, hpipe::AlignedVector<float>(mask.data(), mask.data() + mask.size()),
+                     DType::f32);
   }
   ctx.summary.set("bands", bands).set("height", height).set("width", width).set("seed", seed);
   return 0;

@@ -11,7 +11,8 @@ const std::vector<Option> kCassiModel = {
     {"--step", nullptr, "S", "displacement between neighbouring bands in pixels, any sign (default 2)"},
     {"--axis", nullptr, "x|y", "dispersion along x (width, default) or y (height)"},
     {"--bands", nullptr, "C", "band count of the cube (default: from a per-band mask or the widths)"},
-    {"--tsa-norm", nullptr, nullptr, "the measurement is y / C * 2, as TSA-Net/MST code normalises it (see docs/cli.md)"}};
+    {"--tsa-norm", nullptr, nullptr,
+     "the measurement is y / C * 2, as TSA-Net/MST code normalises it (see docs/cli.md)"}};
 
 // recon's own options, also taken by batch.
 const std::vector<Option> kReconOptions = {
@@ -35,24 +36,34 @@ std::vector<Option> joined(std::vector<Option> a, const std::vector<Option> &b) 
 
 const std::vector<Command> &commands() {
   static const std::vector<Command> table = {
-      {"info", "STACK...", "Print each file's format, shape, element type and value range.", "",
+      {"info",
+       "STACK...",
+       "Print each file's format, shape, element type and value range.",
+       "",
        "hpipe info scene/ mask.png measurement.npy",
        {},
        kReads,
        run_info},
-      {"convert", "STACK", "Read a stack and write it in another format or type (PNG, .npy, .mat, .h5, .tif, ENVI .hdr).",
+      {"convert",
+       "STACK",
+       "Read a stack and write it in another format or type (PNG, .npy, .mat, .h5, .tif, ENVI .hdr).",
        "The element type is kept unless --type says otherwise (floats to PNG: u16). Cubes go to .mat and .h5\n"
        "as (H, W, C) unless --output-layout chw; see docs/cli.md for each format.",
        "hpipe convert 'scene/band_*.png' -o scene.npy",
        {},
        kReads | kWrites,
        run_convert},
-      {"diff", "STACK_A STACK_B", "Compare two stacks of the same shape: max and mean absolute difference.", "",
+      {"diff",
+       "STACK_A STACK_B",
+       "Compare two stacks of the same shape: max and mean absolute difference.",
+       "",
        "hpipe diff measurement.png measurement_again.npy",
        {},
        kReads,
        run_diff},
-      {"synth", "", "Write the deterministic synthetic scene (C, H, W) and coded mask (H, W) used by the demo and tests.",
+      {"synth",
+       "",
+       "Write the deterministic synthetic scene (C, H, W) and coded mask (H, W) used by the demo and tests.",
        "Scene values lie in [0, 1]; mask values in (0, 1]. The same bytes on every machine.",
        "hpipe synth -o scene/band_%02d.png --mask mask.png",
        {{"--bands", nullptr, "C", "spectral bands (default 28)"},
@@ -72,18 +83,18 @@ const std::vector<Command> &commands() {
        "The mask is (H, W) shared by all bands, or (C, H, W) one per band (a stack), or pre-shifted as the\n"
        "published code's mask_3d_shift (C, H, W') (read from (H, W', C) .mat files). For the inverses the\n"
        "band count comes from --bands, a per-band mask, or the measurement and mask widths.",
-       "hpipe cassi forward scene/ --mask mask.png --step 2 -o y.png --scale auto",
-       kCassiModel,
-       kReads | kWrites | kComputes,
-       run_cassi},
-      {"dot", "STACK --with SPECTRUM",
+       "hpipe cassi forward scene/ --mask mask.png --step 2 -o y.png --scale auto", kCassiModel,
+       kReads | kWrites | kComputes, run_cassi},
+      {"dot",
+       "STACK --with SPECTRUM",
        "Per-pixel dot product of the band vector with a spectrum: (C, H, W) -> (H, W), (B, C, H, W) -> (B, H, W).",
        "SPECTRUM is C numbers, as a comma list (\"0.1,0.5,1\") or a file (.npy of shape (C,)).",
        "hpipe dot scene/ --with weights.npy -o luminance.png --scale auto",
        {{"--with", nullptr, "SPECTRUM", "the C weights: a comma list or a .npy file (required)"}},
        kReads | kWrites | kComputes,
        run_dot},
-      {"conv1d", "STACK (--taps LIST | --taps-file FILE)",
+      {"conv1d",
+       "STACK (--taps LIST | --taps-file FILE)",
        "1-D convolution (np.convolve) of every signal along an axis: x (rows), y (columns) or band (spectra).",
        "The taps are flipped, as np.convolve does. --taps-file holds (Lv,) taps shared by every signal, or\n"
        "(N, Lv), one row per signal, N signals counted in C order over the other axes (for --axis band\n"
@@ -102,16 +113,17 @@ const std::vector<Command> &commands() {
        "their means, and the same means for the pseudo-inverse (cassi pinv) of the measurement.\n"
        "See docs/recon.md for the algorithms and what the parameters mean.",
        "hpipe recon gap-tv y.png --mask mask.png --iters 20 --truth scene/ -o x/band_%02d.png",
-       joined(kCassiModel, kReconOptions),
-       kReads | kWrites | kComputes,
-       run_recon},
-      {"map", "exp|log|erf STACK", "Elementwise exp, log or erf of every value; the shape is kept.",
+       joined(kCassiModel, kReconOptions), kReads | kWrites | kComputes, run_recon},
+      {"map",
+       "exp|log|erf STACK",
+       "Elementwise exp, log or erf of every value; the shape is kept.",
        "Accuracy and special values (log(0) = -inf, log(x < 0) = NaN) as stated in hpipe/math.h.",
        "hpipe map log scene/ -o log_scene.npy",
        {},
        kReads | kWrites | kComputes,
        run_map},
-      {"logsumexp", "STACK",
+      {"logsumexp",
+       "STACK",
        "log(sum(exp(x))) along an axis, as scipy.special.logsumexp, dropping it: (C, H, W) -> (H, W) along band.",
        "Stable (shifted by the maximum), accumulated in double. The stack has 1 to 4 dimensions: x is the\n"
        "last axis, y the one before, band the one before that (a 2-D (H, W) array along y is scipy's axis=0).",
@@ -119,14 +131,16 @@ const std::vector<Command> &commands() {
        {{"--axis", nullptr, "band|x|y", "the axis to reduce (default band)"}},
        kReads | kWrites | kComputes,
        run_logsumexp},
-      {"preview", "CUBE",
+      {"preview",
+       "CUBE",
        "A colour picture of a spectral cube (C, H, W) through the CIE 1931 colour-matching functions, or a montage.",
        "The band wavelengths come from --wavelengths, else the file (ENVI), else the 28 KAIST/TSA-Net bands\n"
        "(453.3 ... 648.1 nm) for a 28-band cube. Values are linear, [0, 1] full scale (--gain to change);\n"
        "a flat spectrum renders grey. --montage draws every band in grey, labelled with its wavelength.",
        "hpipe preview scene.mat -o scene.png",
        {{"--output", "-o", "PNG", "the picture (required)"},
-        {"--wavelengths", nullptr, "LIST|START:STOP", "band centres in nm: C numbers, or evenly spaced from START to STOP"},
+        {"--wavelengths", nullptr, "LIST|START:STOP",
+         "band centres in nm: C numbers, or evenly spaced from START to STOP"},
         {"--montage", nullptr, nullptr, "every band in grey in a labelled grid, instead of the colour picture"},
         {"--gain", nullptr, "G|auto", "multiply values by G (default 1); auto: the 99th percentile to full scale"},
         {"--force", nullptr, nullptr, "overwrite an existing picture (never an input)"}},
@@ -142,9 +156,7 @@ const std::vector<Command> &commands() {
        "run here, --workers at once with cores / workers threads each. See docs/scale-out.md for Slurm,\n"
        "Kubernetes and Dask.",
        "hpipe batch recon gap-tv measurements/ --mask mask.png --iters 50 -o recon/ --shard 0/8",
-       joined(kBatchOptions, joined(kCassiModel, kReconOptions)),
-       kReads | kWrites | kComputes,
-       run_batch},
+       joined(kBatchOptions, joined(kCassiModel, kReconOptions)), kReads | kWrites | kComputes, run_batch},
   };
   return table;
 }

@@ -87,9 +87,8 @@ void remove_temporaries(const std::string &dir, Stale stale) {
 // a folder shared between machines may lose another machine's temporary file; its rename then
 // fails with a clear error and that command can be rerun.
 void remove_stale_temporaries(const std::string &dir) {
-  remove_temporaries(dir, [](const std::string &, pid_t pid) {
-    return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH;
-  });
+  remove_temporaries(
+      dir, [](const std::string &, pid_t pid) { return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH; });
 }
 
 }  // namespace
@@ -118,7 +117,8 @@ InputFile::InputFile(const std::string &path) : path_(path) {
   open_memory();
 }
 
-InputFile::InputFile(std::string path, std::vector<unsigned char> bytes) : path_(std::move(path)), memory_(std::move(bytes)) {
+InputFile::InputFile(std::string path, std::vector<unsigned char> bytes)
+    : path_(std::move(path)), memory_(std::move(bytes)) {
   open_memory();
 }
 
@@ -152,8 +152,7 @@ std::vector<unsigned char> InputFile::read_all() {
   return bytes;
 }
 
-OutputFile::OutputFile(const std::string &path, const std::string &target)
-    : target_(target.empty() ? path : target) {
+OutputFile::OutputFile(const std::string &path, const std::string &target) : target_(target.empty() ? path : target) {
   file_ = std::fopen(path.c_str(), "wb");
   if (!file_) throw Failure(target_ + ": cannot create: " + system_error());
 }
@@ -178,11 +177,13 @@ void OutputFile::close() {
 }
 
 bool same_file(const std::string &a, const std::string &b) {
-  struct stat sa {}, sb {};
+  struct stat sa {
+  }, sb{};
   if (stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
   namespace fs = std::filesystem;
   std::error_code ignored;
-  return fs::weakly_canonical(fs::absolute(a, ignored), ignored) == fs::weakly_canonical(fs::absolute(b, ignored), ignored);
+  return fs::weakly_canonical(fs::absolute(a, ignored), ignored) ==
+         fs::weakly_canonical(fs::absolute(b, ignored), ignored);
 }
 
 bool exists(const std::string &path) {
@@ -228,9 +229,8 @@ OutputSet::~OutputSet() {
 
 void OutputSet::remove_leftovers(const std::string &target) {
   const std::string base = target.substr(target.rfind('/') + 1);  // npos + 1 == 0
-  remove_temporaries(folder_of(target), [&](const std::string &name, pid_t pid) {
-    return name == temporary_name(base, pid);
-  });
+  remove_temporaries(folder_of(target),
+                     [&](const std::string &name, pid_t pid) { return name == temporary_name(base, pid); });
 }
 
 void OutputSet::commit() {

@@ -66,11 +66,12 @@ Selector split_selector(const std::string &spec) {
 void check_declared_size(const std::string &file, const std::string &what, std::int64_t bytes, std::int64_t file_bytes,
                          bool compressed) {
   const std::int64_t memory = std::int64_t(sysconf(_SC_PHYS_PAGES)) * std::int64_t(sysconf(_SC_PAGESIZE));
-  const std::int64_t limit = compressed && file_bytes < INT64_MAX / kMaxExpansion ? file_bytes * kMaxExpansion : file_bytes;
+  const std::int64_t limit =
+      compressed && file_bytes < INT64_MAX / kMaxExpansion ? file_bytes * kMaxExpansion : file_bytes;
   if (bytes < 0 || bytes > limit)
-    throw Failure(file + ": truncated or corrupt: " + what + " needs " + (bytes < 0 ? "more than 2^63" : std::to_string(bytes)) +
-                  " bytes, more than the file's " + std::to_string(file_bytes) + " bytes can hold" +
-                  (compressed ? " even compressed" : ""));
+    throw Failure(file + ": truncated or corrupt: " + what + " needs " +
+                  (bytes < 0 ? "more than 2^63" : std::to_string(bytes)) + " bytes, more than the file's " +
+                  std::to_string(file_bytes) + " bytes can hold" + (compressed ? " even compressed" : ""));
   if (bytes > memory)
     throw Failure(file + ": " + what + " needs " + std::to_string(bytes >> 20) + " MiB, more than this machine's " +
                   std::to_string(memory >> 20) + " MiB of memory");
@@ -164,7 +165,8 @@ Format output_format(const std::string &output) {
   if (ends_with(file, ".h5") || ends_with(file, ".hdf5") || ends_with(file, ".he5")) return Format::hdf5;
   if (ends_with(file, ".tif") || ends_with(file, ".tiff")) return Format::tiff;
   if (ends_with(file, ".hdr")) return Format::envi;
-  throw UsageError("-o " + output + ": expected a .png, .npy, .mat, .h5, .tif or .hdr (ENVI) name (or a pattern such as " +
+  throw UsageError("-o " + output +
+                   ": expected a .png, .npy, .mat, .h5, .tif or .hdr (ENVI) name (or a pattern such as " +
                    "out/band_%02d.png)");
 }
 
@@ -180,7 +182,8 @@ void write_other_format(Format f, const std::string &output, const std::vector<s
   const Layout layout = options.layout.value_or(default_layout(f));
   switch (f) {
     case Format::mat:
-      write_mat(temps[0], selected.empty() ? "data" : selected, layout == Layout::hwc ? chw_to_hwc(a) : a, options.mat73);
+      write_mat(temps[0], selected.empty() ? "data" : selected, layout == Layout::hwc ? chw_to_hwc(a) : a,
+                options.mat73);
       return;
     case Format::hdf5:
       write_hdf5(temps[0], selected.empty() ? "/data" : selected, layout == Layout::hwc ? chw_to_hwc(a) : a);

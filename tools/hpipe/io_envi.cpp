@@ -54,7 +54,8 @@ std::map<std::string, std::string> parse_header(const std::string &path) {
     std::size_t end;
     if (v < text.size() && text[v] == '{') {
       end = text.find('}', v);
-      if (end == std::string::npos) throw Failure(path + ": ENVI header: the value of '" + key + "' has no closing '}'");
+      if (end == std::string::npos)
+        throw Failure(path + ": ENVI header: the value of '" + key + "' has no closing '}'");
       fields[key] = text.substr(v + 1, end - v - 1);
       end = text.find('\n', end);
     } else {
@@ -76,7 +77,8 @@ std::int64_t integer_field(const std::map<std::string, std::string> &h, const st
   char *end = nullptr;
   const long long v = std::strtoll(it->second.c_str(), &end, 10);
   if (it->second.empty() || trim(end) != "" || v < min || v > (std::int64_t(1) << 40))
-    throw Failure(path + ": ENVI header: '" + key + "' is '" + it->second + "', expected an integer >= " + std::to_string(min));
+    throw Failure(path + ": ENVI header: '" + key + "' is '" + it->second +
+                  "', expected an integer >= " + std::to_string(min));
   return v;
 }
 
@@ -85,7 +87,8 @@ std::string data_file_of(const std::string &header) {
   const std::string stem = header.substr(0, header.size() - 4);
   for (const char *ext : {"", ".img", ".raw", ".dat", ".bsq", ".bil", ".bip", ".bin"})
     if (exists(stem + ext) && !is_directory(stem + ext)) return stem + ext;
-  throw Failure(header + ": no data file beside the ENVI header (looked for " + stem + " with no extension, .img, .raw, .dat, "
+  throw Failure(header + ": no data file beside the ENVI header (looked for " + stem +
+                " with no extension, .img, .raw, .dat, "
                 ".bsq, .bil, .bip, .bin)");
 }
 
@@ -128,7 +131,8 @@ std::string envi_header_of(const std::string &path) {
   if (l.size() > 4 && l.substr(l.size() - 4) == ".hdr") return is_header_text(path) ? path : "";
   const std::size_t dot = path.rfind('.'), slash = path.rfind('/');
   std::vector<std::string> candidates = {path + ".hdr"};
-  if (dot != std::string::npos && (slash == std::string::npos || dot > slash)) candidates.push_back(path.substr(0, dot) + ".hdr");
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
+    candidates.push_back(path.substr(0, dot) + ".hdr");
   for (const std::string &c : candidates)
     if (is_header_text(c)) return c;
   return "";
@@ -142,7 +146,8 @@ EnviImage read_envi(const std::string &header) {
   const std::int64_t offset = integer_field(h, header, "header offset", 0, 0);
   const std::int64_t code = integer_field(h, header, "data type", std::nullopt, 0);
   const std::int64_t order = integer_field(h, header, "byte order", 0, 0);
-  if (order > 1) throw Failure(header + ": ENVI header: 'byte order' is " + std::to_string(order) + ", expected 0 or 1");
+  if (order > 1)
+    throw Failure(header + ": ENVI header: 'byte order' is " + std::to_string(order) + ", expected 0 or 1");
   const std::optional<EnviType> type = envi_type(code);
   if (!type)
     throw Failure(header + ": ENVI data type " + std::to_string(code) +
@@ -172,9 +177,12 @@ EnviImage read_envi(const std::string &header) {
       }
     }();
     if (!numbers || std::int64_t(numbers->size()) != bands)
-      throw Failure(header + ": ENVI header: 'wavelength' should list " + std::to_string(bands) + " numbers, one per band");
+      throw Failure(header + ": ENVI header: 'wavelength' should list " + std::to_string(bands) +
+                    " numbers, one per band");
     const std::string units = lower_case(h.count("wavelength units") ? h.at("wavelength units") : "nanometers");
-    const double to_nm = units.rfind("micro", 0) == 0 || units == "um" ? 1000 : units.rfind("nano", 0) == 0 || units == "nm" ? 1 : 0;
+    const double to_nm = units.rfind("micro", 0) == 0 || units == "um"  ? 1000
+                         : units.rfind("nano", 0) == 0 || units == "nm" ? 1
+                                                                        : 0;
     if (to_nm == 0) throw Failure(header + ": ENVI wavelength units '" + units + "' are not nanometers or micrometers");
     for (double w : *numbers) image.wavelengths.push_back(w * to_nm);
   }
@@ -184,8 +192,10 @@ EnviImage read_envi(const std::string &header) {
   InputFile in(data);
   const Shape shape{bands, lines, samples};
   const std::int64_t n = element_count(shape, INT64_MAX / 16);
-  check_declared_size(data, "ENVI image " + std::to_string(samples) + " x " + std::to_string(lines) + " x " +
-                                std::to_string(bands) + " of " + type->name + " after a header offset of " + std::to_string(offset),
+  check_declared_size(data,
+                      "ENVI image " + std::to_string(samples) + " x " + std::to_string(lines) + " x " +
+                          std::to_string(bands) + " of " + type->name + " after a header offset of " +
+                          std::to_string(offset),
                       n < 0 ? -1 : offset + n * std::int64_t(type->size), in.size(), false);
   std::vector<unsigned char> stored(static_cast<std::size_t>(offset + n * std::int64_t(type->size)));
   if (in.read(stored.data(), stored.size()) != stored.size()) throw Failure(data + ": file shrank while being read");
@@ -215,7 +225,8 @@ EnviImage read_envi(const std::string &header) {
 void write_envi(const std::string &header_path, const std::string &data_path, const RawArray &a,
                 const std::vector<double> &wavelengths) {
   if (a.shape.size() < 2 || a.shape.size() > 3)
-    throw UsageError(header_path + ": ENVI holds images (H, W) or band stacks (C, H, W), not shape " + shape_string(a.shape));
+    throw UsageError(header_path + ": ENVI holds images (H, W) or band stacks (C, H, W), not shape " +
+                     shape_string(a.shape));
   const std::int64_t bands = a.shape.size() == 3 ? a.shape[0] : 1;
   int code = 4;
   switch (a.dtype) {

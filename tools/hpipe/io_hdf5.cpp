@@ -43,12 +43,13 @@ void quiet_hdf5() {
 // The innermost message of HDF5's current error stack, for our error lines.
 std::string hdf5_reason() {
   std::string message;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD,
-           [](unsigned, const H5E_error2_t *e, void *out) -> herr_t {
-             if (e->desc && static_cast<std::string *>(out)->empty()) *static_cast<std::string *>(out) = e->desc;
-             return 0;
-           },
-           &message);
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t *e, void *out) -> herr_t {
+        if (e->desc && static_cast<std::string *>(out)->empty()) *static_cast<std::string *>(out) = e->desc;
+        return 0;
+      },
+      &message);
   H5Eclear2(H5E_DEFAULT);
   return message.empty() ? "" : " (HDF5: " + message + ")";
 }
@@ -110,8 +111,7 @@ bool has_hdf5_magic(const std::string &path) {
     head.resize(f.read(head.data(), head.size()));
     for (std::size_t at = 0; at + 8 <= head.size(); at = at ? 2 * at : 512)
       if (std::memcmp(head.data() + at, signature, 8) == 0) return true;
-  } catch (const Failure &) {
-  }
+  } catch (const Failure &) {}
   return false;
 }
 
@@ -127,8 +127,8 @@ RawArray read_hdf5(const std::string &path, const std::string &dataset, std::str
       throw Failure(path + ": cannot list the datasets: corrupt" + hdf5_reason());
     if (l.numeric.size() != 1)
       throw Failure(path + (l.numeric.empty() ? ": holds no numeric dataset; datasets: " + joined(l.all)
-                                              : ": holds several numeric datasets; pick one as " + path + ":/NAME of: " +
-                                                    joined(l.numeric)));
+                                              : ": holds several numeric datasets; pick one as " + path +
+                                                    ":/NAME of: " + joined(l.numeric)));
     name = l.numeric[0];
   }
   if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0 || H5Oexists_by_name(file, name.c_str(), H5P_DEFAULT) <= 0) {
@@ -142,7 +142,8 @@ RawArray read_hdf5(const std::string &path, const std::string &dataset, std::str
   if (!ds.ok()) throw Failure(path + ": cannot open dataset '" + name + "'" + hdf5_reason());
   Id type(H5Dget_type(ds), H5Tclose);
   const std::optional<DType> dtype = type.ok() ? dtype_of(type) : std::nullopt;
-  if (!dtype) throw Failure(path + ": dataset '" + name + "' is not numeric (strings, compounds and references are not read)");
+  if (!dtype)
+    throw Failure(path + ": dataset '" + name + "' is not numeric (strings, compounds and references are not read)");
   Id space(H5Dget_space(ds), H5Sclose);
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space) : -1;
   if (rank < 0 || rank > 32) throw Failure(path + ": dataset '" + name + "' has no simple shape" + hdf5_reason());
@@ -155,7 +156,8 @@ RawArray read_hdf5(const std::string &path, const std::string &dataset, std::str
     throw Failure(path + ": dataset '" + name + "' keeps its data in other files (virtual or external storage)");
   const std::int64_t n = element_count(shape, INT64_MAX / 16);
   check_declared_size(path, "dataset '" + name + "' of shape " + shape_string(shape),
-                      n < 0 ? -1 : n * static_cast<std::int64_t>(H5Tget_size(type)), file_bytes, H5Pget_nfilters(plist) > 0);
+                      n < 0 ? -1 : n * static_cast<std::int64_t>(H5Tget_size(type)), file_bytes,
+                      H5Pget_nfilters(plist) > 0);
   RawArray a;
   a.shape = shape;
   a.dtype = *dtype;
@@ -171,8 +173,9 @@ void write_hdf5(const std::string &path, const std::string &dataset, const RawAr
   Id file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
   if (!file.ok()) throw Failure(path + ": cannot create the HDF5 file" + hdf5_reason());
   const std::vector<hsize_t> dims(a.shape.begin(), a.shape.end());
-  Id space(a.shape.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-           H5Sclose);
+  Id space(
+      a.shape.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+      H5Sclose);
   Id links(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
   H5Pset_create_intermediate_group(links, 1);
   hid_t stored = H5T_IEEE_F64LE;

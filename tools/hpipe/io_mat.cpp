@@ -145,8 +145,9 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
   if (!variable.empty() && !chosen)
     throw Failure(path + ": has no variable '" + variable + "'; it holds: " + listing() + matio_reason());
   if (variable.empty() && numeric.size() != 1)
-    throw Failure(path + (numeric.empty() ? ": holds no numeric array; it holds: " + listing()
-                                          : ": holds several numeric arrays; pick one as " + path + ":NAME of: " + listing()));
+    throw Failure(path + (numeric.empty()
+                              ? ": holds no numeric array; it holds: " + listing()
+                              : ": holds several numeric arrays; pick one as " + path + ":NAME of: " + listing()));
   const std::optional<DType> type = dtype_of(*chosen);
   const std::string name = chosen->name;
   if (!type)
@@ -184,8 +185,8 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
     case MAT_C_UINT32: widen<std::uint32_t>(var->data, count, as_double); break;
     default:
       if (static_cast<std::size_t>(var->data_size) != size_of(*type))
-        throw Failure(path + ": variable '" + name + "' stores " + std::to_string(var->data_size) + "-byte elements for class " +
-                      class_name(var->class_type) + " (corrupt)");
+        throw Failure(path + ": variable '" + name + "' stores " + std::to_string(var->data_size) +
+                      "-byte elements for class " + class_name(var->class_type) + " (corrupt)");
       if (count) std::memcpy(column_major.bytes.data(), var->data, column_major.bytes.size());
   }
   std::vector<int> reverse;

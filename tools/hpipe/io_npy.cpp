@@ -127,8 +127,8 @@ RawArray read_npy(InputFile &in) {
   const std::int64_t expected = count < 0 ? -1 : count * static_cast<std::int64_t>(size_of(a.dtype));
   if (expected < 0 || expected > data_bytes)
     throw Failure(path + ": truncated .npy: shape " + shape_string(a.shape) + " of " + name(a.dtype) + " needs " +
-                  (expected < 0 ? std::string("more than 2^63") : std::to_string(expected)) + " bytes of data, the file has " +
-                  std::to_string(data_bytes));
+                  (expected < 0 ? std::string("more than 2^63") : std::to_string(expected)) +
+                  " bytes of data, the file has " + std::to_string(data_bytes));
   if (expected < data_bytes)
     corrupt(path, std::to_string(data_bytes - expected) + " bytes beyond the " + shape_string(a.shape) + " " +
                       name(a.dtype) + " data");
@@ -143,9 +143,12 @@ void write_npy(const std::string &path, const RawArray &a) {
 }
 
 void write_npy(OutputFile &out, const RawArray &a) {
-  const char *descr = a.dtype == DType::u8 ? "|u1" : a.dtype == DType::u16 ? "<u2" : a.dtype == DType::f32 ? "<f4" : "<f8";
-  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " +
-                     shape_string(a.shape) + ", }";
+  const char *descr = a.dtype == DType::u8    ? "|u1"
+                      : a.dtype == DType::u16 ? "<u2"
+                      : a.dtype == DType::f32 ? "<f4"
+                                              : "<f8";
+  std::string dict =
+      std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape_string(a.shape) + ", }";
   const bool v2 = dict.size() + 11 > 65535;
   const std::size_t prefix = v2 ? 12 : 10;
   const std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;  // data aligned to 64 bytes

@@ -217,8 +217,7 @@ PngImage read_png(InputFile &in) {
     a.shape = {3, h.height, h.width};
     a.bytes.resize(3 * plane * es);
     for (std::size_t i = 0; i < plane; i++)
-      for (std::size_t c = 0; c < 3; c++)
-        std::memcpy(&a.bytes[(c * plane + i) * es], &pixels[(i * 3 + c) * es], es);
+      for (std::size_t c = 0; c < 3; c++) std::memcpy(&a.bytes[(c * plane + i) * es], &pixels[(i * 3 + c) * es], es);
   }
   if (h.has_range) out.range = ValueRange{h.lo, h.hi};
   return out;

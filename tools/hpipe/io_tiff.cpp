@@ -58,8 +58,9 @@ struct PageFormat {
 };
 
 std::string sample_name(const PageFormat &p) {
-  const char *kind = p.sample_format == SAMPLEFORMAT_IEEEFP ? "float" : p.sample_format == SAMPLEFORMAT_INT ? "signed integer"
-                                                                   : "unsigned integer";
+  const char *kind = p.sample_format == SAMPLEFORMAT_IEEEFP ? "float"
+                     : p.sample_format == SAMPLEFORMAT_INT  ? "signed integer"
+                                                            : "unsigned integer";
   return std::to_string(p.bits) + "-bit " + kind;
 }
 
@@ -85,8 +86,9 @@ PageFormat page_format(TIFF *t) {
 
 // Copies the samples of a decoded block (rows x cols pixels of `spp` interleaved samples, or of
 // one sample when `plane` >= 0) into the bands at (row0, col0), clipped to the image.
-void place(const unsigned char *block, std::uint32_t block_w, std::uint32_t rows, std::uint32_t row0, std::uint32_t col0,
-           int plane, const PageFormat &p, std::size_t element, std::int64_t band0, unsigned char *out) {
+void place(const unsigned char *block, std::uint32_t block_w, std::uint32_t rows, std::uint32_t row0,
+           std::uint32_t col0, int plane, const PageFormat &p, std::size_t element, std::int64_t band0,
+           unsigned char *out) {
   const std::size_t spp = plane >= 0 ? 1 : p.samples;
   const std::int64_t band_bytes = std::int64_t(p.width) * p.height * std::int64_t(element);
   for (std::uint32_t r = 0; r < rows && row0 + r < p.height; r++)
@@ -104,9 +106,12 @@ void read_page(TIFF *t, const std::string &path, std::int64_t page, const PageFo
   // A decoded row or tile must hold the samples `place` copies out of it (not so with, e.g.,
   // subsampled YCbCr, which is refused).
   const std::int64_t samples_per_pixel = planes > 1 ? 1 : p.samples;
-  auto holds = [&](tmsize_t bytes, std::int64_t pixels) { return bytes >= pixels * samples_per_pixel * std::int64_t(element); };
+  auto holds = [&](tmsize_t bytes, std::int64_t pixels) {
+    return bytes >= pixels * samples_per_pixel * std::int64_t(element);
+  };
   auto failed = [&](const char *what) {
-    return Failure(path + ": page " + std::to_string(page) + ": cannot read " + what + ": truncated or corrupt" + tiff_reason());
+    return Failure(path + ": page " + std::to_string(page) + ": cannot read " + what + ": truncated or corrupt" +
+                   tiff_reason());
   };
   if (TIFFIsTiled(t)) {
     std::uint32_t tw = 0, th = 0;
@@ -161,22 +166,24 @@ RawArray read_tiff(const std::string &path, std::string &detail) {
   do {
     const PageFormat p = page_format(t.get());
     const std::string where = path + ": page " + std::to_string(pages.size());
-    if (p.width == 0 || p.height == 0 || p.samples == 0) throw Failure(where + ": has no pixels (corrupt)" + tiff_reason());
+    if (p.width == 0 || p.height == 0 || p.samples == 0)
+      throw Failure(where + ": has no pixels (corrupt)" + tiff_reason());
     if (!dtype_of(p))
       throw Failure(where + ": unsupported sample type " + sample_name(p) +
                     " (hpipe reads 8/16-bit unsigned integers and 32/64-bit floats)");
     if (!pages.empty() && !(p == pages[0]))
-      throw Failure(where + ": is " + std::to_string(p.width) + " x " + std::to_string(p.height) + " " + sample_name(p) +
-                    " x " + std::to_string(p.samples) + ", page 0 " + std::to_string(pages[0].width) + " x " +
-                    std::to_string(pages[0].height) + " " + sample_name(pages[0]) + " x " + std::to_string(pages[0].samples) +
-                    " (every page must be a band of the same size and type)");
+      throw Failure(where + ": is " + std::to_string(p.width) + " x " + std::to_string(p.height) + " " +
+                    sample_name(p) + " x " + std::to_string(p.samples) + ", page 0 " + std::to_string(pages[0].width) +
+                    " x " + std::to_string(pages[0].height) + " " + sample_name(pages[0]) + " x " +
+                    std::to_string(pages[0].samples) + " (every page must be a band of the same size and type)");
     if (!pages.empty() && p.samples != 1)
       throw Failure(where + ": multi-page files must hold one sample per pixel per page");
     compressed = compressed || p.compression != COMPRESSION_NONE;
     declared += std::int64_t(p.width) * p.height * p.samples * (p.bits / 8);
-    check_declared_size(path, std::to_string(pages.size() + 1) + " pages of " + std::to_string(p.width) + " x " +
-                                  std::to_string(p.height),
-                        declared, file_bytes, compressed);
+    check_declared_size(
+        path,
+        std::to_string(pages.size() + 1) + " pages of " + std::to_string(p.width) + " x " + std::to_string(p.height),
+        declared, file_bytes, compressed);
     pages.push_back(p);
   } while (TIFFReadDirectory(t.get()));
   if (!last_tiff_error().empty()) throw Failure(path + ": corrupt page directory" + tiff_reason());
@@ -188,12 +195,14 @@ RawArray read_tiff(const std::string &path, std::string &detail) {
   a.shape = {bands, first.height, first.width};
   a.bytes.resize(static_cast<std::size_t>(declared));
   for (std::size_t i = 0; i < pages.size(); i++) {
-    if (!TIFFSetDirectory(t.get(), static_cast<tdir_t>(i))) throw Failure(path + ": cannot reach page " + std::to_string(i) + tiff_reason());
+    if (!TIFFSetDirectory(t.get(), static_cast<tdir_t>(i)))
+      throw Failure(path + ": cannot reach page " + std::to_string(i) + tiff_reason());
     read_page(t.get(), path, std::int64_t(i), pages[i], size_of(a.dtype), std::int64_t(i), a.bytes.data());
   }
   if (bands == 1) a.shape.erase(a.shape.begin());
-  detail = pages.size() > 1 ? std::to_string(pages.size()) + " pages"
-                            : "1 page" + (first.samples > 1 ? ", " + std::to_string(first.samples) + " samples" : std::string());
+  detail = pages.size() > 1
+               ? std::to_string(pages.size()) + " pages"
+               : "1 page" + (first.samples > 1 ? ", " + std::to_string(first.samples) + " samples" : std::string());
   return a;
 }
 
@@ -226,7 +235,8 @@ void write_tiff(const std::string &path, const RawArray &a) {
     }
     for (std::int64_t y = 0; y < h; y++) {
       auto *row = const_cast<unsigned char *>(a.bytes.data()) + ((b * h + y) * w) * std::int64_t(element);
-      if (TIFFWriteScanline(f, row, static_cast<std::uint32_t>(y), 0) < 0) throw Failure(path + ": write error" + tiff_reason());
+      if (TIFFWriteScanline(f, row, static_cast<std::uint32_t>(y), 0) < 0)
+        throw Failure(path + ": write error" + tiff_reason());
     }
     if (!TIFFWriteDirectory(f)) throw Failure(path + ": write error" + tiff_reason());
   }

@@ -140,20 +140,22 @@ std::vector<double> band_wavelengths(const std::optional<std::string> &option, c
     }
     const auto listed = number_list(*option);
     if (!listed || std::int64_t(listed->size()) != bands)
-      throw UsageError("--wavelengths: expected " + std::to_string(bands) + " numbers (nm) for the " + std::to_string(bands) +
-                       " bands of " + cube + ", or START:STOP, got '" + *option + "'");
+      throw UsageError("--wavelengths: expected " + std::to_string(bands) + " numbers (nm) for the " +
+                       std::to_string(bands) + " bands of " + cube + ", or START:STOP, got '" + *option + "'");
     return *listed;
   }
   if (!from_file.empty()) return from_file;
   if (bands == std::int64_t(kaist_wavelengths().size())) return kaist_wavelengths();
-  throw UsageError(cube + " has " + std::to_string(bands) + " bands and no wavelengths of its own: give --wavelengths " +
+  throw UsageError(cube + " has " + std::to_string(bands) +
+                   " bands and no wavelengths of its own: give --wavelengths " +
                    "(a list, or START:STOP); only 28 bands default to the KAIST wavelengths");
 }
 
 std::optional<double> parse_gain(const std::string &text) {
   if (text == "auto") return std::nullopt;
   const auto n = number_list(text);
-  if (!n || n->size() != 1 || !((*n)[0] > 0)) throw UsageError("--gain: expected a number > 0 or auto, got '" + text + "'");
+  if (!n || n->size() != 1 || !((*n)[0] > 0))
+    throw UsageError("--gain: expected a number > 0 or auto, got '" + text + "'");
   return (*n)[0];
 }
 
@@ -185,12 +187,14 @@ Picture render_colour(const T *cube, std::int64_t bands, std::int64_t height, st
     for (int k = 0; k < 3; k++) sum[std::size_t(k)] += w[std::size_t(c)][std::size_t(k)];
   }
   for (auto &wc : w)
-    for (int k = 0; k < 3; k++) wc[std::size_t(k)] *= sum[std::size_t(k)] > 0 ? white[std::size_t(k)] / sum[std::size_t(k)] : 0;
+    for (int k = 0; k < 3; k++)
+      wc[std::size_t(k)] *= sum[std::size_t(k)] > 0 ? white[std::size_t(k)] / sum[std::size_t(k)] : 0;
   const std::int64_t n = height * width;
   std::vector<double> xyz(static_cast<std::size_t>(n * 3), 0.0);
   for (std::int64_t c = 0; c < bands; c++)
     for (std::int64_t i = 0; i < n; i++)
-      for (int k = 0; k < 3; k++) xyz[std::size_t(i * 3 + k)] += double(cube[c * n + i]) * w[std::size_t(c)][std::size_t(k)];
+      for (int k = 0; k < 3; k++)
+        xyz[std::size_t(i * 3 + k)] += double(cube[c * n + i]) * w[std::size_t(c)][std::size_t(k)];
   double g = 1;
   if (gain) {
     g = *gain;
@@ -265,13 +269,13 @@ void write_picture(const std::string &path, const Picture &picture) {
     throw Failure(path + ": cannot write the PNG: " + image.message);
 }
 
-template Picture render_colour<float>(const float *, std::int64_t, std::int64_t, std::int64_t, const std::vector<double> &,
-                                      std::optional<double>);
-template Picture render_colour<double>(const double *, std::int64_t, std::int64_t, std::int64_t, const std::vector<double> &,
-                                       std::optional<double>);
-template Picture render_montage<float>(const float *, std::int64_t, std::int64_t, std::int64_t, const std::vector<double> &,
-                                       std::optional<double>);
-template Picture render_montage<double>(const double *, std::int64_t, std::int64_t, std::int64_t, const std::vector<double> &,
-                                        std::optional<double>);
+template Picture render_colour<float>(const float *, std::int64_t, std::int64_t, std::int64_t,
+                                      const std::vector<double> &, std::optional<double>);
+template Picture render_colour<double>(const double *, std::int64_t, std::int64_t, std::int64_t,
+                                       const std::vector<double> &, std::optional<double>);
+template Picture render_montage<float>(const float *, std::int64_t, std::int64_t, std::int64_t,
+                                       const std::vector<double> &, std::optional<double>);
+template Picture render_montage<double>(const double *, std::int64_t, std::int64_t, std::int64_t,
+                                        const std::vector<double> &, std::optional<double>);
 
 }  // namespace hpipe::cli

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -321,9 +321,8 @@ OutputPlan plan_output(const std::string &output, const Shape &shape) {
         throw UsageError(output + ": the result has shape " + shape_string(shape) +
                          ", its images are empty; write it to a .npy file");
       if (png && (plan.plane_shape[0] > kPngMaxSide || plan.plane_shape[1] > kPngMaxSide))
-        throw UsageError(output + ": images of " + plane_size(shape) +
-                         " pixels are larger than a PNG hpipe writes (" + std::to_string(kPngMaxSide) +
-                         " per side at most); write a .npy file");
+        throw UsageError(output + ": images of " + plane_size(shape) + " pixels are larger than a PNG hpipe writes (" +
+                         std::to_string(kPngMaxSide) + " per side at most); write a .npy file");
       for (std::size_t d = 0; d + 2 < shape.size(); d++) planes *= shape[d];
       if (!plan.pattern && planes != 1)
         throw UsageError(output + ": the result has " + std::to_string(planes) + " planes (shape " +

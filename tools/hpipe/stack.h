@@ -37,15 +37,15 @@ struct ReadOptions {
 
 // One file, by its content: PNG, .npy, or a format of formats.h (`file.mat:var` selects).
 struct Source {
-  std::string path;  // as named, selector included
-  RawArray array;    // (..., C, H, W) once the layout is applied
+  std::string path;                 // as named, selector included
+  RawArray array;                   // (..., C, H, W) once the layout is applied
   std::optional<ValueRange> range;  // from a PNG written with --scale
   Format format = Format::npy;
-  std::string detail;                // what `info` adds about the format ("v7.3 'img'")
-  Shape stored_shape;                // the shape as the file holds it
-  std::optional<Layout> layout;      // how a 3-D/4-D array was stored, when that was a choice
-  std::vector<double> wavelengths;   // nm, when the file says
-  std::vector<std::string> files;    // the files read (outputs may never replace one)
+  std::string detail;               // what `info` adds about the format ("v7.3 'img'")
+  Shape stored_shape;               // the shape as the file holds it
+  std::optional<Layout> layout;     // how a 3-D/4-D array was stored, when that was a choice
+  std::vector<double> wavelengths;  // nm, when the file says
+  std::vector<std::string> files;   // the files read (outputs may never replace one)
 };
 Source read_source(const std::string &path, const ReadOptions &options);
 
@@ -80,7 +80,7 @@ struct Scale {
   enum Mode { none, automatic, fixed } mode = none;
   ValueRange range;  // for fixed
 };
-Scale parse_scale(const std::string &text);        // "auto", "none", "MIN,MAX"
+Scale parse_scale(const std::string &text);                // "auto", "none", "MIN,MAX"
 std::optional<DType> parse_type(const std::string &text);  // "u8", "u16", "f32", "f64"; "" -> nullopt
 
 struct WriteOptions {
@@ -95,8 +95,8 @@ struct WriteReport {
   std::vector<std::string> files;
   DType type = DType::f32;
   std::int64_t bytes_written = 0;
-  std::int64_t clipped = 0;            // values outside the integer type's range (NaN included)
-  std::optional<ValueRange> range;     // the values mapped to the type's full range, when scaled
+  std::int64_t clipped = 0;         // values outside the integer type's range (NaN included)
+  std::optional<ValueRange> range;  // the values mapped to the type's full range, when scaled
 };
 
 // The files `output` names for a result of `shape`: a .npy file (the whole array), a .png (a
@@ -113,12 +113,11 @@ struct OutputPlan {
 };
 OutputPlan plan_output(const std::string &output, const Shape &shape);
 
-// Writes `shape`/`data` to the files plan_output names. Every target is checked first (see OutputSet), written beside itself and
-// renamed at the end. `default_type` applies when options.type is unset.
+// Writes `shape`/`data` to the files plan_output names. Every target is checked first (see OutputSet), written beside
+// itself and renamed at the end. `default_type` applies when options.type is unset.
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
                         const Tick &tick);
-
 
 }  // namespace hpipe::cli

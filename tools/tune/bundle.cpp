@@ -102,9 +102,8 @@ std::string table_source(const std::vector<const TunableOp *> &ops, const std::v
       << ops[o]->tolerance.abs << ", " << ops[o]->tolerance.rel << std::defaultfloat << "},\n";
   s << "};\nconst int kOpCount = " << ops.size() << ";\nconst BundleVariant kVariants[] = {\n";
   for (const auto &v : variants)
-    s << "  {" << v.op_index << ", \"" << v.scheduler << "\", \"" << v.knobs << "\", "
-      << v.is_default << ", " << v.function << "_argv, " << v.function
-      << "_metadata},\n";
+    s << "  {" << v.op_index << ", \"" << v.scheduler << "\", \"" << v.knobs << "\", " << v.is_default << ", "
+      << v.function << "_argv, " << v.function << "_metadata},\n";
   s << "};\nconst int kVariantCount = " << variants.size() << ";\nconst char kTarget[] = \"" << target
     << "\";\n}  // namespace hpipe::tune::bundle\n";
   return s.str();
@@ -135,8 +134,8 @@ int make_bundle(const BundleOptions &o) {
   for (std::size_t v = 0; v < variants.size(); v++) variants[v].function = "hpipe_tune_v" + std::to_string(v);
 
   // Compile the variants in parallel, each to an object with its _argv and _metadata entry points.
-  std::cerr << "hpipe-tune bundle: compiling " << variants.size() << " variants for " << target.to_string()
-            << " (-j " << o.jobs << ")\n";
+  std::cerr << "hpipe-tune bundle: compiling " << variants.size() << " variants for " << target.to_string() << " (-j "
+            << o.jobs << ")\n";
   std::vector<std::string> errors(variants.size());
   std::atomic<std::size_t> next{0}, done{0};
   std::vector<std::thread> workers;
@@ -212,8 +211,7 @@ int import_results(const std::string &results, const std::string &db) {
       skipped++;
     }
   }
-  std::cerr << "hpipe-tune import: " << added << " records added to " << db << ", " << skipped
-            << " already there\n";
+  std::cerr << "hpipe-tune import: " << added << " records added to " << db << ", " << skipped << " already there\n";
   return 0;
 }
 

@@ -13,13 +13,13 @@
 namespace hpipe::tune {
 
 struct BundleOptions {
-  std::string dir;                 // output directory; the executable is <dir>/hpipe-tune-bundle
-  std::vector<std::string> ops;    // empty: every registered op
-  int max_variants = 64;           // CUDA knob variants per op (the default included)
-  int jobs = 2;                    // variants compiled in parallel
-  Size size = Size::workload;      // the timing problem
-  std::string target;              // empty: HPIPE_CUDA_TARGET of the build
-  bool inject_wrong = false;       // test: a deliberately wrong variant per op
+  std::string dir;               // output directory; the executable is <dir>/hpipe-tune-bundle
+  std::vector<std::string> ops;  // empty: every registered op
+  int max_variants = 64;         // CUDA knob variants per op (the default included)
+  int jobs = 2;                  // variants compiled in parallel
+  Size size = Size::workload;    // the timing problem
+  std::string target;            // empty: HPIPE_CUDA_TARGET of the build
+  bool inject_wrong = false;     // test: a deliberately wrong variant per op
   std::uint32_t seed = 1;
 };
 

@@ -1,8 +1,8 @@
 // The driver of the CUDA measurement bundle (prebuilt by CMake as hpipe_tune_bundle_driver, linked
-// into each bundle by `hpipe-tune bundle`). Runs on a GPU host with only the NVIDIA driver: finds the GPU through libcuda, then for every variant
-// verifies the output against the reference (verification cases) and that every output element
-// is written (timing case, NaN-poisoned), times it with Halide's adaptive rule and writes one
-// JSON-line record; the three fastest are re-measured at the end (phase "confirm").
+// into each bundle by `hpipe-tune bundle`). Runs on a GPU host with only the NVIDIA driver: finds the GPU through
+// libcuda, then for every variant verifies the output against the reference (verification cases) and that every output
+// element is written (timing case, NaN-poisoned), times it with Halide's adaptive rule and writes one JSON-line record;
+// the three fastest are re-measured at the end (phase "confirm").
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -34,7 +34,8 @@ extern "C" void collect_error(void *, const char *message) { g_halide_error += m
 bool find_gpu(std::string &name, std::string &why) {
   void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_GLOBAL);
   if (!lib) lib = dlopen("libcuda.so", RTLD_LAZY | RTLD_GLOBAL);
-  if (!lib) return why = std::string("the NVIDIA driver library libcuda.so.1 is not installed (") + dlerror() + ")", false;
+  if (!lib)
+    return why = std::string("the NVIDIA driver library libcuda.so.1 is not installed (") + dlerror() + ")", false;
   using InitFn = int (*)(unsigned);
   using CountFn = int (*)(int *);
   using GetFn = int (*)(int *, int);
@@ -130,7 +131,7 @@ struct Buffers {
       const auto at = std::find(names.begin(), names.end(), std::string(m.name)) - names.begin();
       if (at >= inputs) throw std::runtime_error(std::string("no argument ") + m.name);
       args.push_back(m.kind == halide_argument_kind_input_scalar ? static_cast<void *>(&scalars[at])
-                                                                  : static_cast<void *>(&buffers[at]));
+                                                                 : static_cast<void *>(&buffers[at]));
     }
     return args;
   }
@@ -174,8 +175,8 @@ void measure(const BundleVariant &v, const BundleOp &op, double min_time, Record
       r.max_error = std::max(r.max_error, std::isinf(worst_ratio) ? 1e300 : worst_ratio);
       if (bad) {
         std::ostringstream s;
-        s << bad << " of " << got.size() << " elements " << (k.expected ? "out of tolerance" : "not written")
-          << " at " << k.shape << "; worst at flat index " << worst << ": got " << got[worst];
+        s << bad << " of " << got.size() << " elements " << (k.expected ? "out of tolerance" : "not written") << " at "
+          << k.shape << "; worst at flat index " << worst << ": got " << got[worst];
         if (k.expected) s << ", expected " << k.expected[worst];
         r.status = "wrong", r.error = s.str();
         return;

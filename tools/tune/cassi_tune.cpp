@@ -169,8 +169,8 @@ HPIPE_TUNE_FAMILY(cassi) {
   };
   return {
       make_op<K, alg::CassiForward>("cassi_forward", forward, cases_of(Kind::forward), kBandSum),
-      make_op<K, alg::CassiAdjoint>("cassi_adjoint", measurement_to_cube(&alg::cassi_adjoint),
-                                    cases_of(Kind::adjoint), kFewRoundings),
+      make_op<K, alg::CassiAdjoint>("cassi_adjoint", measurement_to_cube(&alg::cassi_adjoint), cases_of(Kind::adjoint),
+                                    kFewRoundings),
       make_op<K, alg::CassiPhi>("cassi_phi", phi, cases_of(Kind::phi), kBandSum),
       make_op<K, alg::CassiPinv>("cassi_pinv", measurement_to_cube(&alg::cassi_pinv), cases_of(Kind::pinv),
                                  kBandSumQuotient),

@@ -23,8 +23,9 @@ struct Problem {
 // and length 1.
 std::vector<Problem> problems(Size size) {
   std::vector<Problem> list{{size == Size::workload ? 100000 : 1000, 9, 7, "full", false}};
-  list.insert(list.end(), {{3, 17, 5, "same", true}, {2, 13, 10, "valid", false}, {5, 9, 6, "full", true},
-                           {1, 1, 1, "full", false}});
+  list.insert(
+      list.end(),
+      {{3, 17, 5, "same", true}, {2, 13, 10, "valid", false}, {5, 9, 6, "full", true}, {1, 1, 1, "full", false}});
   return list;
 }
 

@@ -158,35 +158,54 @@ int run(int argc, char **argv) {
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--db") o.db = value();
-    else if (a == "--ops") o.ops = b.ops = split(value());
-    else if (a == "--budget") o.budget_s = seconds(value());
-    else if (a == "--max-variants") o.max_variants = b.max_variants = std::stoi(value());
-    else if (a == "--strategy") o.strategy = value();
-    else if (a == "-j") o.jobs = b.jobs = std::max(1, std::stoi(value()));
-    else if (a.rfind("-j", 0) == 0 && a.size() > 2) o.jobs = b.jobs = std::max(1, std::stoi(a.substr(2)));
-    else if (a == "--resume") o.resume = true;
+    if (a == "--db")
+      o.db = value();
+    else if (a == "--ops")
+      o.ops = b.ops = split(value());
+    else if (a == "--budget")
+      o.budget_s = seconds(value());
+    else if (a == "--max-variants")
+      o.max_variants = b.max_variants = std::stoi(value());
+    else if (a == "--strategy")
+      o.strategy = value();
+    else if (a == "-j")
+      o.jobs = b.jobs = std::max(1, std::stoi(value()));
+    else if (a.rfind("-j", 0) == 0 && a.size() > 2)
+      o.jobs = b.jobs = std::max(1, std::stoi(a.substr(2)));
+    else if (a == "--resume")
+      o.resume = true;
     else if (a == "--size") {
       const std::string s = value();
       if (s != "small" && s != "workload") throw std::invalid_argument("--size is small or workload, got '" + s + "'");
       o.size = b.size = s == "small" ? Size::small : Size::workload;
-    } else if (a == "--target") o.target = b.target = value();
-    else if (a == "--min-time") o.min_time = std::stod(value());
-    else if (a == "--no-autoschedulers") o.autoschedulers = false;
-    else if (a == "--inject-wrong") o.inject_wrong = b.inject_wrong = true;
-    else if (a == "--no-progress") o.progress = false;
-    else if (a == "--out") out = value();
-    else if (a == "--check") check = value();
-    else if (a == "--gpu") gpu = value();
-    else if (a[0] != '-' && input.empty()) input = a;
-    else throw std::invalid_argument("unknown option '" + a + "' (see hpipe-tune --help)");
+    } else if (a == "--target")
+      o.target = b.target = value();
+    else if (a == "--min-time")
+      o.min_time = std::stod(value());
+    else if (a == "--no-autoschedulers")
+      o.autoschedulers = false;
+    else if (a == "--inject-wrong")
+      o.inject_wrong = b.inject_wrong = true;
+    else if (a == "--no-progress")
+      o.progress = false;
+    else if (a == "--out")
+      out = value();
+    else if (a == "--check")
+      check = value();
+    else if (a == "--gpu")
+      gpu = value();
+    else if (a[0] != '-' && input.empty())
+      input = a;
+    else
+      throw std::invalid_argument("unknown option '" + a + "' (see hpipe-tune --help)");
   }
   if (o.strategy != "auto" && o.strategy != "exhaustive" && o.strategy != "random" && o.strategy != "greedy")
     throw std::invalid_argument("--strategy is auto, exhaustive, random or greedy, got '" + o.strategy + "'");
 
   if (command == "tune") return tune(o);
   if (command == "report") return print_report(load_records(o.db), std::cout), 0;
-  if (command == "export") return export_knobs(load_records(o.db), out.empty() ? "tuned_knobs.json" : out, o.target, gpu);
+  if (command == "export")
+    return export_knobs(load_records(o.db), out.empty() ? "tuned_knobs.json" : out, o.target, gpu);
   if (command == "defaults") return defaults(out, check);
   if (command == "list") return list(), 0;
   if (command == "bundle") {

@@ -128,7 +128,7 @@ HPIPE_TUNE_FAMILY(math) {
       make_op<K, alg::Elementwise>("math_erf", elementwise(MathFunction::erf), elementwise_cases(MathFunction::erf),
                                    kErfTolerance),
       make_op<sched::MathLogSumExpKnobs, alg::LogSumExp>("math_logsumexp", logsumexp, logsumexp_cases,
-                                                     kLogSumExpTolerance),
+                                                         kLogSumExpTolerance),
   };
 }
 

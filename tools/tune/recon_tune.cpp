@@ -19,7 +19,7 @@ using reference::CassiProblem;
 
 struct Problem {
   CassiProblem p;
-  double weight;  // TV weight
+  double weight;   // TV weight
   int iterations;  // TV iterations
 };
 
@@ -76,17 +76,14 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
   const auto y = random_values(p.B * p.Hm() * p.Wm(), seed + 1);
   const auto mask = random_values((p.per_band_mask ? p.C : 1) * p.H * p.W, seed + 2);
   auto phi = reference::cassi_phi(p, mask);
-  for (double &v : phi) v = float(v);  // the kernel's input is float32
+  for (double &v : phi) v = float(v);                                  // the kernel's input is float32
   const auto second = random_values(p.B * p.C * p.H * p.W, seed + 3);  // b (ADMM)
   const auto y1 = random_values(p.B * p.Hm() * p.Wm(), seed + 4);      // y1 (GAP)
-  c.inputs = {dense("measurement", meas, y),
-              {"coded_mask", true, {W, H, C}, {1, W, p.per_band_mask ? W * H : 0}, mask},
-              dense("phi", {Wm, Hm}, phi),
-              int_arg("step", p.step),
-              int_arg("axis", p.along_height),
-              float_arg("lambda", s.lambda),
-              float_arg("tv_weight", q.weight),
-              int_arg("tv_iterations", q.iterations)};
+  c.inputs = {
+      dense("measurement", meas, y),    {"coded_mask", true, {W, H, C}, {1, W, p.per_band_mask ? W * H : 0}, mask},
+      dense("phi", {Wm, Hm}, phi),      int_arg("step", p.step),
+      int_arg("axis", p.along_height),  float_arg("lambda", s.lambda),
+      float_arg("tv_weight", q.weight), int_arg("tv_iterations", q.iterations)};
   const double lambda = float(s.lambda), weight = float(q.weight), gamma = float(s.gamma);
   if (kind == Kind::gap) {
     // x' = TV(x + lambda A^T((y1' - A x) / Phi)), y1' = y1 + (y - A x); the outputs x', y1'.
@@ -175,9 +172,9 @@ HPIPE_TUNE_FAMILY(recon) {
     ImageParam x = buffer_param(built, "x_prev", 4, e.cassi.cube());
     ImageParam y1 = buffer_param(built, "y1_prev", 3, e.cassi.measurement());
     Param<int> accelerate = int_param(built, "accelerate", 1);
-    auto op = alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(),
-                                    alg::band_sum_form(built.target), args.lambda, accelerate, args.tv_weight,
-                                    args.tv_iterations);
+    auto op =
+        alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(), alg::band_sum_form(built.target),
+                              args.lambda, accelerate, args.tv_weight, args.tv_iterations);
     set_output(built, op.tv.out, e.cassi.cube());
     op.y1.set_estimates(e.cassi.measurement());
     built.more_outputs.push_back(op.y1);
@@ -189,9 +186,9 @@ HPIPE_TUNE_FAMILY(recon) {
     ImageParam theta = buffer_param(built, "theta_prev", 4, e.cassi.cube());
     ImageParam b = buffer_param(built, "b_prev", 4, e.cassi.cube());
     Param<float> gamma = float_param(built, "gamma", 0.01f);
-    auto op = alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(),
-                                     alg::band_sum_form(built.target), args.lambda, gamma, args.tv_weight,
-                                     args.tv_iterations);
+    auto op =
+        alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), alg::band_sum_form(built.target),
+                               args.lambda, gamma, args.tv_weight, args.tv_iterations);
     set_output(built, op.out, e.cassi.cube());
     return op;
   };

@@ -45,15 +45,24 @@ Field flag(const char *name, bool Record::*member) {
 
 const std::vector<Field> &fields() {
   static const std::vector<Field> list = {
-      text("op", &Record::op),           text("type", &Record::type),
-      text("backend", &Record::backend), text("shape", &Record::shape),
-      text("target", &Record::target),   text("machine", &Record::machine),
-      num("threads", &Record::threads),  text("scheduler", &Record::scheduler),
-      text("knobs", &Record::knobs),     flag("is_default", &Record::is_default),
-      text("status", &Record::status),   text("error", &Record::error),
-      num("max_error", &Record::max_error), num("time_ms", &Record::time_ms),
-      num("samples", &Record::samples),  num("iterations", &Record::iterations),
-      num("compile_s", &Record::compile_s), text("phase", &Record::phase),
+      text("op", &Record::op),
+      text("type", &Record::type),
+      text("backend", &Record::backend),
+      text("shape", &Record::shape),
+      text("target", &Record::target),
+      text("machine", &Record::machine),
+      num("threads", &Record::threads),
+      text("scheduler", &Record::scheduler),
+      text("knobs", &Record::knobs),
+      flag("is_default", &Record::is_default),
+      text("status", &Record::status),
+      text("error", &Record::error),
+      num("max_error", &Record::max_error),
+      num("time_ms", &Record::time_ms),
+      num("samples", &Record::samples),
+      num("iterations", &Record::iterations),
+      num("compile_s", &Record::compile_s),
+      text("phase", &Record::phase),
       text("when", &Record::when),
   };
   return list;
@@ -74,8 +83,8 @@ class FlatJson {
         out.push_back({key, {string(), true}});
       } else {
         const std::size_t start = i_;
-        while (i_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' ||
-                                  s_[i_] == '-' || s_[i_] == '+'))
+        while (i_ < s_.size() &&
+               (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' || s_[i_] == '-' || s_[i_] == '+'))
           i_++;
         if (start == i_) throw std::runtime_error("value expected at column " + std::to_string(i_));
         out.push_back({key, {s_.substr(start, i_ - start), false}});

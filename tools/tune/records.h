@@ -27,8 +27,8 @@ struct Record {
   double time_ms = 0;                     // best time per run
   std::uint64_t samples = 0, iterations = 0;
   double compile_s = 0;
-  std::string phase = "search";           // search, or confirm (winners re-measured at the end)
-  std::string when;                       // UTC, ISO 8601
+  std::string phase = "search";  // search, or confirm (winners re-measured at the end)
+  std::string when;              // UTC, ISO 8601
 
   bool verified() const { return status == "ok"; }
   // Identifies the variant and where it was measured (everything but the results).

@@ -36,9 +36,9 @@ struct Case {
   std::vector<Arg> inputs;
   std::string output_name;
   std::vector<int> output_extents;
-  int output_count = 1;  // > 1: a Tuple output, each element of output_extents
+  int output_count = 1;                        // > 1: a Tuple output, each element of output_extents
   std::vector<std::vector<int>> more_outputs;  // extents of Built::more_outputs
-  std::vector<double> expected;  // every output buffer's values, one buffer after another
+  std::vector<double> expected;                // every output buffer's values, one buffer after another
 
   // The extents of every output buffer, in the pipeline's order: the Tuple elements of the output,
   // then the further outputs.
@@ -86,8 +86,8 @@ KnobSpace knob_space() {
 
 // The JIT pipeline of one variant: its output and the parameters a case binds by name.
 struct Built {
-  Halide::Target target;  // what the variant is compiled for (algorithms may depend on it)
-  Halide::Func output;  // one float32 value, or a Tuple of them (Case::output_count)
+  Halide::Target target;                   // what the variant is compiled for (algorithms may depend on it)
+  Halide::Func output;                     // one float32 value, or a Tuple of them (Case::output_count)
   std::vector<Halide::Func> more_outputs;  // further outputs of the pipeline (single-valued)
 
   Halide::Pipeline pipeline() const {

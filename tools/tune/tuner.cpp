@@ -189,8 +189,8 @@ class CpuTuner {
     int failed = 0, wrong = 0;
     for (const auto &[key, r] : known_) failed += r.status == "failed", wrong += r.status == "wrong";
     const Record *best = best_knobs();
-    std::cerr << "hpipe-tune: " << op_.name << ": " << measured_ << " measured, " << resumed_
-              << " resumed, " << failed << " failed, " << wrong << " discarded (wrong results)";
+    std::cerr << "hpipe-tune: " << op_.name << ": " << measured_ << " measured, " << resumed_ << " resumed, " << failed
+              << " failed, " << wrong << " discarded (wrong results)";
     if (best) std::cerr << "; best knobs " << best->knobs << " " << best->time_ms << " ms";
     std::cerr << "\n";
   }
@@ -529,8 +529,8 @@ int tune(const TuneOptions &o) {
   for (std::size_t i = 0; i < ops.size(); i++) {
     // Each op gets an equal share of what is left of the budget.
     const double left = o.budget_s - std::chrono::duration<double>(Clock::now() - start).count();
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(std::max(0.0, left) / double(ops.size() - i)));
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                             std::max(0.0, left) / double(ops.size() - i)));
     auto db = load_records(o.db);
     CpuTuner(*ops[i], o, ctx).run(deadline, db);
   }
@@ -548,9 +548,9 @@ void print_report(const std::vector<Record> &records, std::ostream &out) {
     out << "\n" << ctx.backend << " on " << ctx.machine << " | " << ctx.target;
     if (ctx.backend == "cpu") out << " | " << ctx.threads << " threads";
     out << "\n";
-    out << std::left << std::setw(21) << "op" << std::setw(36) << "shape" << std::right << std::setw(11)
-        << "default ms" << std::setw(10) << "best ms" << std::setw(9) << "speedup" << std::setw(7) << "tried"
-        << std::setw(8) << "failed" << std::setw(10) << "discarded"
+    out << std::left << std::setw(21) << "op" << std::setw(36) << "shape" << std::right << std::setw(11) << "default ms"
+        << std::setw(10) << "best ms" << std::setw(9) << "speedup" << std::setw(7) << "tried" << std::setw(8)
+        << "failed" << std::setw(10) << "discarded"
         << "  winner\n";
     const auto latest = latest_of_context(records, ctx);
     std::vector<std::pair<std::string, std::string>> groups;
@@ -613,7 +613,8 @@ std::string knobs_json(
 
 std::string defaults_json() {
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> kernels;
-  for (const auto &op : registry()) kernels.push_back({op.name, {{"cpu", op.cpu.defaults}, {"cuda", op.cuda.defaults}}});
+  for (const auto &op : registry())
+    kernels.push_back({op.name, {{"cpu", op.cpu.defaults}, {"cuda", op.cuda.defaults}}});
   return knobs_json(kernels,
                     "The C++ defaults of every tunable kernel's knobs, written by `hpipe-tune defaults`; "
                     "the configure step checks HPIPE_TUNING_FILE against these names.");

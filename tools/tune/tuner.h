@@ -21,8 +21,8 @@ struct TuneOptions {
   bool autoschedulers = true;     // also try Adams2019 and Mullapudi2016
   bool inject_wrong = false;      // test hook: add a variant with a corrupted output
   Size size = Size::workload;
-  std::string target;             // Halide target; empty: the host's
-  double min_time = 0.1;          // seconds of timed samples per variant (Halide's adaptive rule)
+  std::string target;     // Halide target; empty: the host's
+  double min_time = 0.1;  // seconds of timed samples per variant (Halide's adaptive rule)
   std::uint32_t seed = 1;
   bool progress = true;
 };
@@ -55,8 +55,9 @@ void print_report(const std::vector<Record> &records, std::ostream &out);
 std::vector<Record> latest_of_context(const std::vector<Record> &records, const Record &where);
 
 // {"format": ..., "kernels": {op: {backend: {knob: value}}}}
-std::string knobs_json(const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> &kernels,
-                       const std::string &comment);
+std::string knobs_json(
+    const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> &kernels,
+    const std::string &comment);
 std::string defaults_json();
 
 }  // namespace hpipe::tune

@@ -107,7 +107,7 @@ Array<double, 4> cassi_pinv(View<const double, 3> y, const Mask<double> &mask, s
                             const Options &options = {});
 Array<float, 4> cassi_pinv_alpha(View<const float, 3> y, const Mask<float> &mask, std::int64_t bands, Dispersion d,
                                  const Options &options = {});
-Array<double, 4> cassi_pinv_alpha(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands,
-                                  Dispersion d, const Options &options = {});
+Array<double, 4> cassi_pinv_alpha(View<const double, 3> y, const Mask<double> &mask, std::int64_t bands, Dispersion d,
+                                  const Options &options = {});
 
 }  // namespace hpipe

@@ -58,11 +58,11 @@ struct TvParams {
 enum class ReconMethod { gap_tv, admm_tv };
 
 struct ReconParams {
-  Dispersion dispersion;  // as for the forward model that made y
-  int iterations = 20;    // >= 0 outer iterations (0 returns the start, A^T y)
-  double lambda = 1.0;    // step of the data term
-  double gamma = 0.01;    // ADMM only: >= 0, added to Phi
-  bool accelerate = true; // GAP only: the accelerated variant
+  Dispersion dispersion;   // as for the forward model that made y
+  int iterations = 20;     // >= 0 outer iterations (0 returns the start, A^T y)
+  double lambda = 1.0;     // step of the data term
+  double gamma = 0.01;     // ADMM only: >= 0, added to Phi
+  bool accelerate = true;  // GAP only: the accelerated variant
   TvParams tv;
 };
 
@@ -100,8 +100,8 @@ void admm_tv(View<const double, 3> y, const Mask<double> &mask, const ReconParam
 Array<float, 4> reconstruct(ReconMethod method, View<const float, 3> y, const Mask<float> &mask, std::int64_t bands,
                             const ReconParams &params, const IterationCallback &progress = {},
                             const Options &options = {});
-Array<double, 4> reconstruct(ReconMethod method, View<const double, 3> y, const Mask<double> &mask,
-                             std::int64_t bands, const ReconParams &params, const IterationCallback &progress = {},
+Array<double, 4> reconstruct(ReconMethod method, View<const double, 3> y, const Mask<double> &mask, std::int64_t bands,
+                             const ReconParams &params, const IterationCallback &progress = {},
                              const Options &options = {});
 
 // One iteration, for callers that drive the loop themselves (and the benchmarks): phi is
@@ -110,12 +110,12 @@ Array<double, 4> reconstruct(ReconMethod method, View<const double, 3> y, const 
 void gap_tv_step(View<const float, 4> x, View<const float, 3> y1, View<const float, 3> y, const Mask<float> &mask,
                  View<const float, 2> phi, const ReconParams &params, View<float, 4> x_next, View<float, 3> y1_next,
                  const Options &options = {});
-void gap_tv_step(View<const double, 4> x, View<const double, 3> y1, View<const double, 3> y,
-                 const Mask<double> &mask, View<const double, 2> phi, const ReconParams &params,
-                 View<double, 4> x_next, View<double, 3> y1_next, const Options &options = {});
-void admm_tv_step(View<const float, 4> theta, View<const float, 4> b, View<const float, 3> y,
-                  const Mask<float> &mask, View<const float, 2> phi, const ReconParams &params,
-                  View<float, 4> theta_next, View<float, 4> b_next, const Options &options = {});
+void gap_tv_step(View<const double, 4> x, View<const double, 3> y1, View<const double, 3> y, const Mask<double> &mask,
+                 View<const double, 2> phi, const ReconParams &params, View<double, 4> x_next, View<double, 3> y1_next,
+                 const Options &options = {});
+void admm_tv_step(View<const float, 4> theta, View<const float, 4> b, View<const float, 3> y, const Mask<float> &mask,
+                  View<const float, 2> phi, const ReconParams &params, View<float, 4> theta_next, View<float, 4> b_next,
+                  const Options &options = {});
 void admm_tv_step(View<const double, 4> theta, View<const double, 4> b, View<const double, 3> y,
                   const Mask<double> &mask, View<const double, 2> phi, const ReconParams &params,
                   View<double, 4> theta_next, View<double, 4> b_next, const Options &options = {});

@@ -21,7 +21,8 @@ namespace detail {
 
 // Out of line from the checks below, so that they stay a few instructions each.
 template <std::size_t Rank>
-[[noreturn]] void throw_shape_error(const char *what, const std::array<std::int64_t, Rank> &shape, const char *problem) {
+[[noreturn]] void throw_shape_error(const char *what, const std::array<std::int64_t, Rank> &shape,
+                                    const char *problem) {
   std::string text = std::string(what) + " of shape (";
   for (std::size_t d = 0; d < Rank; d++) text += (d ? ", " : "") + std::to_string(shape[d]);
   throw Error(text + (Rank == 1 ? ",)" : ")") + ": " + problem);
@@ -131,8 +132,8 @@ class Array {
 
   View<T, Rank> view() { return View<T, Rank>(data_.data(), shape_); }
   View<const T, Rank> view() const { return View<const T, Rank>(data_.data(), shape_); }
-  operator View<T, Rank>() { return view(); }                    // NOLINT
-  operator View<const T, Rank>() const { return view(); }        // NOLINT
+  operator View<T, Rank>() { return view(); }              // NOLINT
+  operator View<const T, Rank>() const { return view(); }  // NOLINT
 
   const Extents &shape() const { return shape_; }
   std::int64_t shape(int d) const { return shape_[d]; }
@@ -140,9 +141,13 @@ class Array {
   T *data() { return data_.data(); }
   const T *data() const { return data_.data(); }
   template <class... I>
-  T &operator()(I... index) { return view()(index...); }
+  T &operator()(I... index) {
+    return view()(index...);
+  }
   template <class... I>
-  const T &operator()(I... index) const { return view()(index...); }
+  const T &operator()(I... index) const {
+    return view()(index...);
+  }
 
  private:
   static std::size_t count(const Extents &shape) {
