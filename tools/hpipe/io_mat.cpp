@@ -117,8 +117,8 @@ class Mat5Tags {
 
   // The elements of bytes [begin, end) of `data`, which starts at file offset `base` and holds
   // `available` bytes (fewer than `end` for a truncated file, which check_declared_size reports).
-  void check(const unsigned char *data, std::int64_t begin, std::int64_t end, std::int64_t available,
-             std::int64_t base, int depth) const {
+  void check(const unsigned char *data, std::int64_t begin, std::int64_t end, std::int64_t available, std::int64_t base,
+             int depth) const {
     for (std::int64_t at = begin; at + 8 <= std::min(end, available);) {
       const std::uint32_t type = word(data + at), bytes = word(data + at + 4);
       if (type >> 16) {  // a small element: size and data in these 8 bytes
@@ -145,8 +145,10 @@ class Mat5Tags {
       if (type == kMatrix || type == kCompressed) {
         element.resize(static_cast<std::size_t>(available));
         if (!in.read(reinterpret_cast<char *>(element.data()), available)) return;
-        if (type == kMatrix) check(element.data(), 0, bytes, available, at + 8, 1);
-        else check_compressed(element, at);
+        if (type == kMatrix)
+          check(element.data(), 0, bytes, available, at + 8, 1);
+        else
+          check_compressed(element, at);
       }
       at += 8 + bytes;
     }
