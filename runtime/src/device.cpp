@@ -100,13 +100,18 @@ extern "C" int get_cuda_stream(void *user_context, void *, void **stream) {
 }
 #endif
 
+// Computed once: hardware_concurrency() reads /sys on every call (three system calls), and the
+// thread count is read for every parallel loop.
 int default_threads() {
-  if (const char *env = std::getenv("HL_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
-  const unsigned n = std::thread::hardware_concurrency();
-  return n ? static_cast<int>(n) : 1;
+  static const int n = [] {
+    if (const char *env = std::getenv("HL_NUM_THREADS")) {
+      const int n = std::atoi(env);
+      if (n > 0) return n;
+    }
+    const unsigned cores = std::thread::hardware_concurrency();
+    return cores ? static_cast<int>(cores) : 1;
+  }();
+  return n;
 }
 std::atomic<int> threads{0};       // 0: default_threads()
 std::atomic<int> pool_threads{0};  // the most threads Halide's pool may have spawned so far
