@@ -1,7 +1,7 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 7.25 ms (53% of BM_stream_read), Aᵀ 5.31 ms, A⁺ 5.98 ms, column-count inverse 7.84 ms
-// (72 / 64 / 48% of BM_stream_copy); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-23.
+// W4 A 6.94 ms (52% of BM_stream_read), Aᵀ 5.65 ms, A⁺ 6.43 ms, column-count inverse 8.14 ms
+// (65 / 57 / 45% of BM_stream_copy); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-23.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 

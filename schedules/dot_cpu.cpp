@@ -4,7 +4,7 @@
 // both fill the cores); within a chunk the kDotLanes partial sums are one register-resident vector
 // accumulator.
 //
-// 4096 x 4096 float32: 4.03 ms (105% of BM_stream_read); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3,
+// 4096 x 4096 float32: 4.62 ms (85% of BM_stream_read); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3,
 // 2026-11-23.
 #include "schedules/common.h"
 #include "schedules/dot.h"

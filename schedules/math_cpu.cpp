@@ -1,7 +1,7 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 27.2 / 28.5 / 29.6 ms (91 / 87 / 84% of BM_stream_copy); logsumexp
-// float32 10000 x 10000 axis 0: 55.7 ms (23% of BM_stream_read); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench
+// exp / log / erf float32, 10^8: 24.4 / 27.8 / 28.3 ms (98 / 86 / 84% of BM_stream_copy); logsumexp
+// float32 10000 x 10000 axis 0: 52.8 ms (22% of BM_stream_read); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench
 // median of 3, 2026-11-23.
 #include <algorithm>
 

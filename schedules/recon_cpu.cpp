@@ -6,7 +6,7 @@
 // one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. Compute-bound:
 // a TV step is one sqrt, one reciprocal and ~25 other vector operations per 16 pixels.
 //
-// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 3.69 ms; ADMM-TV 4.13 ms; 2-core AMD EPYC (Zen 4, AVX-512, VM),
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 3.57 ms; ADMM-TV 4.01 ms; 2-core AMD EPYC (Zen 4, AVX-512, VM),
 // hpipe_bench median of 3, 2026-11-23.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
