@@ -63,8 +63,13 @@ Selector split_selector(const std::string &spec) {
   return {spec, ""};
 }
 
-void check_declared_size(const std::string &file, const std::string &what, std::int64_t bytes, std::int64_t file_bytes,
-                         bool compressed) {
+std::int64_t check_declared_size(const std::string &file, const std::string &what, std::int64_t elements,
+                                 std::int64_t element_bytes, std::int64_t file_bytes, bool compressed,
+                                 std::int64_t offset) {
+  std::int64_t bytes = -1;  // -1: past 2^63 (a corrupt header's sizes may be anything)
+  if (elements < 0 || element_bytes < 0 || offset < 0 || __builtin_mul_overflow(elements, element_bytes, &bytes) ||
+      __builtin_add_overflow(bytes, offset, &bytes))
+    bytes = -1;
   const std::int64_t memory = std::int64_t(sysconf(_SC_PHYS_PAGES)) * std::int64_t(sysconf(_SC_PAGESIZE));
   const std::int64_t limit =
       compressed && file_bytes < INT64_MAX / kMaxExpansion ? file_bytes * kMaxExpansion : file_bytes;
@@ -75,6 +80,7 @@ void check_declared_size(const std::string &file, const std::string &what, std::
   if (bytes > memory)
     throw Failure(file + ": " + what + " needs " + std::to_string(bytes >> 20) + " MiB, more than this machine's " +
                   std::to_string(memory >> 20) + " MiB of memory");
+  return bytes;
 }
 
 std::optional<Loaded> read_other_format(const std::string &spec) {

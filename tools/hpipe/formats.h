@@ -75,7 +75,10 @@ void write_other_format(Format f, const std::string &output, const std::vector<s
 // kMaxExpansion (deflate tops out at 1032:1, LZW below 2731:1, PackBits at 128:1), and fit in
 // the machine's memory. A fuzz harness for these readers calls read_other_format on its file.
 constexpr std::int64_t kMaxExpansion = 4096;
-void check_declared_size(const std::string &file, const std::string &what, std::int64_t bytes, std::int64_t file_bytes,
-                         bool compressed);
+// `elements` (negative: past 2^63 already) of `element_bytes` each after `offset` bytes; returns
+// their bytes, computed without overflow.
+std::int64_t check_declared_size(const std::string &file, const std::string &what, std::int64_t elements,
+                                 std::int64_t element_bytes, std::int64_t file_bytes, bool compressed,
+                                 std::int64_t offset = 0);
 
 }  // namespace hpipe::cli

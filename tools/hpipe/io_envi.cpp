@@ -192,12 +192,12 @@ EnviImage read_envi(const std::string &header) {
   InputFile in(data);
   const Shape shape{bands, lines, samples};
   const std::int64_t n = element_count(shape, INT64_MAX / 16);
-  check_declared_size(data,
-                      "ENVI image " + std::to_string(samples) + " x " + std::to_string(lines) + " x " +
-                          std::to_string(bands) + " of " + type->name + " after a header offset of " +
-                          std::to_string(offset),
-                      n < 0 ? -1 : offset + n * std::int64_t(type->size), in.size(), false);
-  std::vector<unsigned char> stored(static_cast<std::size_t>(offset + n * std::int64_t(type->size)));
+  const std::int64_t bytes = check_declared_size(data,
+                                                 "ENVI image " + std::to_string(samples) + " x " +
+                                                     std::to_string(lines) + " x " + std::to_string(bands) + " of " +
+                                                     type->name + " after a header offset of " + std::to_string(offset),
+                                                 n, std::int64_t(type->size), in.size(), false, offset);
+  std::vector<unsigned char> stored(static_cast<std::size_t>(bytes));
   if (in.read(stored.data(), stored.size()) != stored.size()) throw Failure(data + ": file shrank while being read");
 
   RawArray &a = image.array;

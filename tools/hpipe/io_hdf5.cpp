@@ -155,9 +155,8 @@ RawArray read_hdf5(const std::string &path, const std::string &dataset, std::str
   if (H5Pget_layout(plist) == H5D_VIRTUAL || H5Pget_external_count(plist) > 0)
     throw Failure(path + ": dataset '" + name + "' keeps its data in other files (virtual or external storage)");
   const std::int64_t n = element_count(shape, INT64_MAX / 16);
-  check_declared_size(path, "dataset '" + name + "' of shape " + shape_string(shape),
-                      n < 0 ? -1 : n * static_cast<std::int64_t>(H5Tget_size(type)), file_bytes,
-                      H5Pget_nfilters(plist) > 0);
+  check_declared_size(path, "dataset '" + name + "' of shape " + shape_string(shape), n,
+                      static_cast<std::int64_t>(H5Tget_size(type)), file_bytes, H5Pget_nfilters(plist) > 0);
   RawArray a;
   a.shape = shape;
   a.dtype = *dtype;

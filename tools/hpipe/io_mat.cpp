@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -107,49 +108,27 @@ void widen(const void *src, std::size_t n, double *dst) {
 
 // The tags of a v5 file, checked before matio reads it: matio trusts their sizes, and a 152-byte
 // file whose dimensions tag claimed 1.7 GB made it allocate 3.4 GB (found by tests/fuzz/
-// fuzz_formats.cpp). Each element must fit in what holds it: a top-level element in the file, a
-// matrix's sub-elements in the matrix (recursively, for cells and structs). A compressed element is
-// inflated as far as its first sub-elements, which must fit in the 1032 times its size that
-// deflate can expand to.
+// fuzz_formats.cpp). A matrix's sub-elements must fit in the matrix (recursively, for cells and
+// structs; a top-level element longer than the file is the truncation check_declared_size reports). A compressed
+// element is inflated as far as its first sub-elements, which must fit in the 1032 times its size that deflate can
+// expand to.
 class Mat5Tags {
  public:
   Mat5Tags(const std::string &path, bool swap) : path_(path), swap_(swap) {}
 
-  // The elements of bytes [begin, end) of `data`, which starts at file offset `base` and holds
-  // `available` bytes (fewer than `end` for a truncated file, which check_declared_size reports).
-  void check(const unsigned char *data, std::int64_t begin, std::int64_t end, std::int64_t available, std::int64_t base,
-             int depth) const {
-    for (std::int64_t at = begin; at + 8 <= std::min(end, available);) {
-      const std::uint32_t type = word(data + at), bytes = word(data + at + 4);
-      if (type >> 16) {  // a small element: size and data in these 8 bytes
-        at += 8;
-        continue;
-      }
-      if (bytes > end - at - 8)
-        throw Failure(path_ + ": corrupt MATLAB file: the element at byte " + std::to_string(base + at) + " declares " +
-                      std::to_string(bytes) + " bytes, but only " + std::to_string(end - at - 8) + " can follow");
-      if (type == kMatrix && depth < 8) check(data, at + 8, at + 8 + bytes, available, base, depth + 1);
-      at += 8 + ((bytes + 7) / 8) * 8;
-    }
-  }
-
-  // The top-level elements of the file, read tag by tag.
+  // The top-level elements of the file. Only tags are read (and the start of a compressed
+  // element): a file of gigabytes is not read twice.
   void check_file(std::ifstream &in, std::int64_t file_bytes) const {
-    std::vector<unsigned char> element;
-    for (std::int64_t at = 128; at + 8 <= file_bytes;) {
-      unsigned char tag[8];
+    const TagAt tag_at = [&](std::int64_t at, unsigned char *tag) {
+      in.clear();
       in.seekg(at);
-      if (!in.read(reinterpret_cast<char *>(tag), 8)) return;
+      return at + 8 <= file_bytes && bool(in.read(reinterpret_cast<char *>(tag), 8));
+    };
+    unsigned char tag[8];
+    for (std::int64_t at = 128; tag_at(at, tag);) {
       const std::uint32_t type = word(tag), bytes = word(tag + 4);
-      const std::int64_t available = std::min<std::int64_t>(bytes, file_bytes - at - 8);
-      if (type == kMatrix || type == kCompressed) {
-        element.resize(static_cast<std::size_t>(available));
-        if (!in.read(reinterpret_cast<char *>(element.data()), available)) return;
-        if (type == kMatrix)
-          check(element.data(), 0, bytes, available, at + 8, 1);
-        else
-          check_compressed(element, at);
-      }
+      if (type == kMatrix) check(tag_at, at + 8, at + 8 + bytes, 0, 1);
+      if (type == kCompressed) check_compressed(in, at, bytes);
       at += 8 + bytes;
     }
   }
@@ -157,6 +136,8 @@ class Mat5Tags {
  private:
   static constexpr std::uint32_t kMatrix = 14, kCompressed = 15;
   static constexpr std::int64_t kDeflateExpansion = 1032;
+  // Reads the 8-byte tag at an offset; false where there is none (past the end).
+  using TagAt = std::function<bool(std::int64_t, unsigned char *)>;
 
   std::uint32_t word(const unsigned char *p) const {
     std::uint32_t v;
@@ -164,25 +145,53 @@ class Mat5Tags {
     return swap_ ? __builtin_bswap32(v) : v;
   }
 
-  // The start of the inflated element: its tag and as many sub-element tags as 4 KiB holds.
-  void check_compressed(const std::vector<unsigned char> &compressed, std::int64_t at) const {
+  // The elements between offsets `begin` and `end` (a matrix's sub-elements), reported at
+  // `base` + offset. Where the tags run out (a truncated file), check_declared_size reports it.
+  void check(const TagAt &tag_at, std::int64_t begin, std::int64_t end, std::int64_t base, int depth) const {
+    unsigned char tag[8];
+    for (std::int64_t at = begin; at + 8 <= end && tag_at(at, tag);) {
+      const std::uint32_t type = word(tag), bytes = word(tag + 4);
+      if (type >> 16) {  // a small element: size and data in these 8 bytes
+        at += 8;
+        continue;
+      }
+      if (bytes > end - at - 8)
+        throw Failure(path_ + ": corrupt MATLAB file: the element at byte " + std::to_string(base + at) + " declares " +
+                      std::to_string(bytes) + " bytes, but only " + std::to_string(end - at - 8) + " can follow");
+      if (type == kMatrix && depth < 8) check(tag_at, at + 8, at + 8 + bytes, base, depth + 1);
+      at += 8 + ((bytes + 7) / 8) * 8;
+    }
+  }
+
+  // The start of the compressed element at `at` (`bytes` long), inflated: its tag and as many
+  // sub-element tags as 4 KiB holds.
+  void check_compressed(std::ifstream &in, std::int64_t at, std::uint32_t bytes) const {
+    std::vector<unsigned char> compressed(std::min<std::uint32_t>(bytes, 1 << 16));
+    in.clear();
+    in.seekg(at + 8);
+    in.read(reinterpret_cast<char *>(compressed.data()), static_cast<std::streamsize>(compressed.size()));
     unsigned char head[4096];
     z_stream z{};
     if (inflateInit(&z) != Z_OK) return;
-    z.next_in = const_cast<unsigned char *>(compressed.data());
-    z.avail_in = static_cast<uInt>(compressed.size());
+    z.next_in = compressed.data();
+    z.avail_in = static_cast<uInt>(in.gcount());
     z.next_out = head;
     z.avail_out = sizeof head;
     inflate(&z, Z_SYNC_FLUSH);
     const std::int64_t got = static_cast<std::int64_t>(sizeof head - z.avail_out);
     inflateEnd(&z);
     if (got < 8) return;  // matio reports what is wrong with it
-    const std::int64_t declared = word(head + 4), most = kDeflateExpansion * std::int64_t(compressed.size());
+    const std::int64_t declared = word(head + 4), most = kDeflateExpansion * std::int64_t(bytes);
     if (declared > most)
       throw Failure(path_ + ": corrupt MATLAB file: the compressed element at byte " + std::to_string(at) +
-                    " declares " + std::to_string(declared) + " bytes, more than its " +
-                    std::to_string(compressed.size()) + " bytes can inflate to");
-    if (word(head) == kMatrix) check(head, 8, 8 + declared, got, at, 1);
+                    " declares " + std::to_string(declared) + " bytes, more than its " + std::to_string(bytes) +
+                    " bytes can inflate to");
+    const TagAt head_at = [&](std::int64_t offset, unsigned char *tag) {
+      if (offset + 8 > got) return false;
+      std::memcpy(tag, head + offset, 8);
+      return true;
+    };
+    if (word(head) == kMatrix) check(head_at, 8, 8 + declared, at, 1);
   }
 
   const std::string &path_;
@@ -252,8 +261,8 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
   for (int d = 0; d < chosen->rank; d++) shape.push_back(static_cast<std::int64_t>(chosen->dims[d]));
   const std::int64_t n = element_count(shape, INT64_MAX / 16);
   const std::size_t stored_size = chosen->data_size > 0 ? static_cast<std::size_t>(chosen->data_size) : size_of(*type);
-  check_declared_size(path, "variable '" + name + "' of shape " + shape_string(shape),
-                      n < 0 ? -1 : n * static_cast<std::int64_t>(stored_size), file_bytes,
+  check_declared_size(path, "variable '" + name + "' of shape " + shape_string(shape), n,
+                      static_cast<std::int64_t>(stored_size), file_bytes,
                       version == MAT_FT_MAT73 || chosen->compression != MAT_COMPRESSION_NONE);
   chosen.reset();
 

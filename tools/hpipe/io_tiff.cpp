@@ -179,11 +179,15 @@ RawArray read_tiff(const std::string &path, std::string &detail) {
     if (!pages.empty() && p.samples != 1)
       throw Failure(where + ": multi-page files must hold one sample per pixel per page");
     compressed = compressed || p.compression != COMPRESSION_NONE;
-    declared += std::int64_t(p.width) * p.height * p.samples * (p.bits / 8);
+    std::int64_t pixels = 0, page = 0;  // declared is -1 once past 2^63
+    if (declared < 0 || __builtin_mul_overflow(std::int64_t(p.width), std::int64_t(p.height), &pixels) ||
+        __builtin_mul_overflow(pixels, std::int64_t(p.samples) * (p.bits / 8), &page) ||
+        __builtin_add_overflow(declared, page, &declared))
+      declared = -1;
     check_declared_size(
         path,
         std::to_string(pages.size() + 1) + " pages of " + std::to_string(p.width) + " x " + std::to_string(p.height),
-        declared, file_bytes, compressed);
+        declared, 1, file_bytes, compressed);
     pages.push_back(p);
   } while (TIFFReadDirectory(t.get()));
   if (!last_tiff_error().empty()) throw Failure(path + ": corrupt page directory" + tiff_reason());
