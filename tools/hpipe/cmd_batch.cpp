@@ -210,9 +210,28 @@ volatile sig_atomic_t g_children[kMaxWorkers];
 void stop_children_and_reraise(int sig) {
   for (int i = 0; i < kMaxWorkers; i++)
     if (g_children[i] > 0) kill(static_cast<pid_t>(g_children[i]), SIGTERM);
+  // Gone before the batch is: no item commits an output after its batch was stopped.
+  for (int i = 0; i < kMaxWorkers; i++)
+    if (g_children[i] > 0) waitpid(static_cast<pid_t>(g_children[i]), nullptr, 0);
   signal(sig, SIG_DFL);
   raise(sig);
 }
+
+// The signals that stop a batch, blocked while a child is started and recorded (a stop in between
+// would leave it running unseen); the child starts with them unblocked.
+class StopSignalsHeld {
+ public:
+  StopSignalsHeld() {
+    sigemptyset(&stop_);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop_, sig);
+    sigprocmask(SIG_BLOCK, &stop_, &before_);
+  }
+  ~StopSignalsHeld() { sigprocmask(SIG_SETMASK, &before_, nullptr); }
+  const sigset_t &before() const { return before_; }
+
+ private:
+  sigset_t stop_, before_;
+};
 
 struct Child {
   std::size_t item;
@@ -232,8 +251,14 @@ Child spawn(const std::vector<std::string> &argv, std::size_t item, int slot) {
   std::vector<char *> args;
   for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
+  const StopSignalsHeld held;
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setsigmask(&attributes, &held.before());
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     std::fclose(errors);
