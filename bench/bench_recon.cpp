@@ -1,6 +1,6 @@
 // Reconstruction benchmarks at the size of the synthetic scene (1, 28, 256, 256), S = 2, 5 TV
 // iterations: one GAP-TV iteration, one ADMM-TV iteration, and the TV denoiser alone.
-// Args: C, H, W, S, TV iterations.
+// Args: C, H, W, S, TV iterations, vectorial TV (0 or 1).
 //
 // Compulsory bytes are the minimum an iteration must move: the state cubes read once and written
 // once, plus y, y1, the mask and Phi. The counter `moved_over_min` is the traffic the schedule
@@ -22,6 +22,7 @@ struct ReconBench {
         mask(random_array<float, 2>({s.range(1), s.range(2)}, 2)) {
     params.dispersion = {static_cast<int>(s.range(3)), Axis::width};
     params.tv.iterations = static_cast<int>(s.range(4));
+    params.tv.vectorial = s.range(5) != 0;
     y = cassi_forward(x.view(), mask.view(), params.dispersion, {Device::cpu});
     phi = Array<float, 2>({y.shape(1), y.shape(2)});
     cassi_phi(mask.view(), x.shape(1), params.dispersion, phi.view(), {Device::cpu});
@@ -77,7 +78,7 @@ void BM_tv_denoise(benchmark::State &state) {
 }
 
 #define HPIPE_RECON_BENCH(fn) \
-  HPIPE_BENCHMARK(fn, ->Args({28, 256, 256, 2, 5})->UseRealTime()->Unit(benchmark::kMillisecond))
+  HPIPE_BENCHMARK(fn, ->Args({28, 256, 256, 2, 5, 0})->Args({28, 256, 256, 2, 5, 1})->UseRealTime()->Unit(benchmark::kMillisecond))
 HPIPE_RECON_BENCH(BM_gap_tv_step);
 HPIPE_RECON_BENCH(BM_admm_tv_step);
 HPIPE_RECON_BENCH(BM_tv_denoise);

@@ -21,10 +21,9 @@ Expr reciprocal(const Expr &s) {
   return r * (2 - s * r);
 }
 
-// A dual component given as a (w, h, c, b) Func without border, read as 0 outside the image.
-auto zero_outside(Func p, const Expr &width, const Expr &height) {
-  Func inside = BoundaryConditions::constant_exterior(p, cast(value_type(p), 0), {{0, width}, {0, height}});
-  return [inside](const Expr &x, const Expr &y) { return inside(x, y, c, b); };
+// p(x, y) of a dual stored with a one-pixel border (see TvVectorialStep).
+auto unbordered(Func bordered) {
+  return [bordered](const Expr &x, const Expr &y) { return bordered(x + 1, y + 1, c, b); };
 }
 }  // namespace
 
@@ -64,12 +63,13 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   return tv;
 }
 
-TvVectorialStep tv_vectorial_step(Func image, Func p_w, Func p_h, Expr width, Expr height, Expr bands, Expr weight) {
+TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p_h, Expr width, Expr height,
+                                  Expr bands, Expr weight) {
   TvVectorialStep tv;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
   tv.image = BoundaryConditions::repeat_edge(image, {{0, width}, {0, height}});
-  const auto pw = zero_outside(p_w, width, height), ph = zero_outside(p_h, width, height);
+  const auto pw = unbordered(bordered_p_w), ph = unbordered(bordered_p_h);
   tv.primal = Func("tv_primal");
   tv.primal(w, h, c, b) = tv.image(w, h, c, b) + divergence_at(pw, ph, w, h);
   Func grad("tv_gradient");
@@ -82,13 +82,13 @@ TvVectorialStep tv_vectorial_step(Func image, Func p_w, Func p_h, Expr width, Ex
   tv.norm_sq(w, h, b) += gw * gw + gh * gh;
   const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(tv.norm_sq(w, h, b)));
   tv.next = Func("tv_dual_next");
-  tv.next(w, h, c, b) = Tuple((p_w(w, h, c, b) - tau * grad(w, h, c, b)[0]) * inv_scale,
-                              (p_h(w, h, c, b) - tau * grad(w, h, c, b)[1]) * inv_scale);
+  tv.next(w, h, c, b) = Tuple((pw(w, h) - tau * grad(w, h, c, b)[0]) * inv_scale,
+                              (ph(w, h) - tau * grad(w, h, c, b)[1]) * inv_scale);
   return tv;
 }
 
-TvFinish tv_finish(Func image, Func p_w, Func p_h, Expr width, Expr height) {
-  const Expr div = divergence_at(zero_outside(p_w, width, height), zero_outside(p_h, width, height), w, h);
+TvFinish tv_finish(Func image, Func bordered_p_w, Func bordered_p_h) {
+  const Expr div = divergence_at(unbordered(bordered_p_w), unbordered(bordered_p_h), w, h);
   TvFinish tv;
   tv.out = Func("tv_finish");
   tv.out(w, h, c, b) = Tuple(image(w, h, c, b) + div, div);

@@ -31,7 +31,11 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 // The vectorial (band-coupled) variant (Bresson & Chan, "Fast dual minimization of the vectorial
 // total variation norm", 2008): the same steps, but every band's dual is divided by the one
 // factor 1 + tau / weight * sqrt(sum_c |grad u_c|^2) of its pixel, so edges are shared by the
-// bands. One dual step per call (the runtime loops): p_w, p_h are (w, h, c, b) without border.
+// bands. One dual step per call (the runtime loops: the norm couples every band of a pixel, which
+// one Halide update over a stored dual cannot express).
+// The dual p_w, p_h is stored with a one-pixel zero border on every side, P(x + 1, y + 1) = p(x, y),
+// (W + 2, H + 2, C, B), so that div p and u one pixel past the image are plain loads; `next` is
+// (W, H, C, B), written into the interior of the next step's bordered storage.
 struct TvVectorialStep {
   Halide::Func image;    // f, edges repeated
   Halide::Func primal;   // u = f + div p
@@ -39,13 +43,13 @@ struct TvVectorialStep {
   Halide::RDom bands;
   Halide::Func next;  // Tuple(p_w', p_h')
 };
-TvVectorialStep tv_vectorial_step(Halide::Func image, Halide::Func p_w, Halide::Func p_h, Halide::Expr width,
-                                  Halide::Expr height, Halide::Expr bands, Halide::Expr weight);
-// The result of a TV from its dual: Tuple(f + div p, div p) (the second is ADMM's b').
+TvVectorialStep tv_vectorial_step(Halide::Func image, Halide::Func bordered_p_w, Halide::Func bordered_p_h,
+                                  Halide::Expr width, Halide::Expr height, Halide::Expr bands, Halide::Expr weight);
+// The result of a TV from its bordered dual: Tuple(f + div p, div p) (the second is ADMM's b').
 struct TvFinish {
   Halide::Func out;
 };
-TvFinish tv_finish(Halide::Func image, Halide::Func p_w, Halide::Func p_h, Halide::Expr width, Halide::Expr height);
+TvFinish tv_finish(Halide::Func image, Halide::Func bordered_p_w, Halide::Func bordered_p_h);
 
 // One accelerated GAP-TV iteration (Yuan 2016; y1 starts at 0):
 //   yb = A x;  y1' = y1 + (y - yb);  x' = TV(x + lambda A^T((y1' - yb) / Phi))

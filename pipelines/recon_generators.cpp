@@ -60,7 +60,8 @@ class TvChambolleGenerator : public FamilyGenerator<TvChambolleGenerator<T>, sch
   }
 };
 
-// Vectorial TV: one dual step, and the result from the dual. The duals are (w, h, c, b) cubes.
+// Vectorial TV: one dual step, and the result from the dual. The duals are (w, h, c, b) cubes with
+// a one-pixel zero border, (W + 2, H + 2, C, B); `next` is the interior of the next one.
 template <class T>
 class TvVectorialStepGenerator : public FamilyGenerator<TvVectorialStepGenerator<T>, sched::ReconKnobs> {
  public:
@@ -74,7 +75,8 @@ class TvVectorialStepGenerator : public FamilyGenerator<TvVectorialStepGenerator
     auto op = alg::tv_vectorial_step(x, p_w, p_h, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight);
     next = op.next;
     const ReconEstimates e;
-    for (auto *in : {&x, &p_w, &p_h}) in->set_estimates(e.cassi.cube());
+    x.set_estimates(e.cassi.cube());
+    for (auto *in : {&p_w, &p_h}) in->set_estimates(e.cassi.bordered_cube());
     weight.set_estimate(T(0.1));
     next.set_estimates(e.cassi.cube());
     this->schedule_with_knobs(op);
@@ -90,10 +92,11 @@ class TvFinishGenerator : public FamilyGenerator<TvFinishGenerator<T>, sched::Re
   GeneratorOutput<Func> out{"out", {type_of<T>(), type_of<T>()}, 4};  // (f + div p, div p)
 
   void generate() {
-    auto op = alg::tv_finish(x, p_w, p_h, x.dim(0).extent(), x.dim(1).extent());
+    auto op = alg::tv_finish(x, p_w, p_h);
     out = op.out;
     const ReconEstimates e;
-    for (auto *in : {&x, &p_w, &p_h}) in->set_estimates(e.cassi.cube());
+    x.set_estimates(e.cassi.cube());
+    for (auto *in : {&p_w, &p_h}) in->set_estimates(e.cassi.bordered_cube());
     out.set_estimates(e.cassi.cube());
     this->schedule_with_knobs(op);
   }

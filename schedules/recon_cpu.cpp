@@ -59,8 +59,9 @@ void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) 
 }
 
 void schedule_cpu(alg::TvVectorialStep op, const Target &t, const ReconCpuKnobs &k) {
-  // Rows of every band per task; per row, u for rows h and h + 1 of all bands and the norm of the
-  // row stay in L1/L2.
+  // Tasks of rows of every band. A task computes u for its rows (and the row below) of every band
+  // once, into L2; each row's norm is summed across the bands in L1, then the row's dual of every
+  // band is written from it.
   const int lanes = vector_lanes(t, value_type(op.next), k.vector_factor);
   Func next = op.next;
   Var w = arg(next, 0), h = arg(next, 1), c = arg(next, 2), b = arg(next, 3), ho("ho"), hi("hi"), task("task");
@@ -69,7 +70,7 @@ void schedule_cpu(alg::TvVectorialStep op, const Target &t, const ReconCpuKnobs 
       .fuse(ho, b, task)
       .parallel(task)
       .vectorize(w, lanes, TailStrategy::GuardWithIf);
-  op.primal.compute_at(next, hi).vectorize(arg(op.primal, 0), lanes, TailStrategy::GuardWithIf);
+  op.primal.compute_at(next, task).vectorize(arg(op.primal, 0), lanes, TailStrategy::GuardWithIf);
   op.norm_sq.compute_at(next, hi).vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
   op.norm_sq.update().vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
 }

@@ -1,12 +1,15 @@
 #include "hpipe/recon.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "call.h"
 #include "cassi_checks.h"
+#include "block_cache.h"
 #include "kernels.h"
 
 namespace hpipe {
@@ -67,27 +70,70 @@ double residual_norm(View<const T, 3> y, View<const T, 4> x, const Mask<T> &mask
   return std::sqrt(sum);
 }
 
+// A dense cube of uninitialised scratch, for the vectorial TV's intermediates.
+template <class T>
+struct ScratchCube {
+  Shape4 shape;
+  detail::Scratch<T> storage;
+  ScratchCube(const char *op, const Shape4 &cube)
+      : shape(cube), storage(static_cast<std::size_t>(detail::checked_product(op, cube))) {}
+  View<T, 4> view() const { return View<T, 4>(storage.data(), shape); }
+};
+
+// A dual of the vectorial TV, stored with the one-pixel zero border the kernels read (see
+// generators/recon.h): (B, C, H + 2, W + 2), of which steps write only the interior.
+template <class T>
+class BorderedDual {
+ public:
+  BorderedDual(const char *op, const Shape4 &cube)
+      : shape_{cube[0], cube[1], cube[2] + 2, cube[3] + 2},
+        strides_{shape_[1] * shape_[2] * shape_[3], shape_[2] * shape_[3], shape_[3], 1},
+        storage_(static_cast<std::size_t>(detail::checked_product(op, shape_))) {}
+  View<const T, 4> bordered() const { return View<const T, 4>(storage_.data(), shape_, strides_); }
+  View<T, 4> interior() const {
+    return View<T, 4>(storage_.data() + shape_[3] + 1, Shape4{shape_[0], shape_[1], shape_[2] - 2, shape_[3] - 2},
+                      strides_);
+  }
+  void zero() { std::fill_n(storage_.data(), shape_[0] * strides_[0], T(0)); }
+  void zero_border() {
+    for (std::int64_t plane = 0; plane < shape_[0] * shape_[1]; plane++) {
+      T *p = storage_.data() + plane * strides_[1];
+      std::fill_n(p, shape_[3], T(0));                                // row -1
+      std::fill_n(p + (shape_[2] - 1) * shape_[3], shape_[3], T(0));  // row H
+      for (std::int64_t row = 1; row + 1 < shape_[2]; row++) p[row * shape_[3]] = p[row * shape_[3] + shape_[3] - 1] = 0;
+    }
+  }
+
+ private:
+  Shape4 shape_, strides_;
+  detail::Scratch<T> storage_;
+};
+
 // The vectorial TV of `image` into (out, div p): n - 1 dual steps, one kernel each, then the finish.
 template <class T>
 void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out, View<T, 4> div,
                   const Options &options) {
   const Shape4 shape = image.shape();
-  Array<T, 4> pw(shape), ph(shape), pw_next(shape), ph_next(shape);  // the dual starts at 0
+  BorderedDual<T> pw(op, shape), ph(op, shape), pw_next(op, shape), ph_next(op, shape);
+  pw.zero();  // the dual starts at 0
+  ph.zero();
+  pw_next.zero_border();
+  ph_next.zero_border();
   for (int k = 1; k < tv.iterations; k++) {
     Call call(op, options);
     auto fa = call.input("x", image);
-    auto pwa = call.input("p_w", std::as_const(pw).view());
-    auto pha = call.input("p_h", std::as_const(ph).view());
-    auto pwo = call.output("p_w_next", pw_next.view());
-    auto pho = call.output("p_h_next", ph_next.view());
+    auto pwa = call.input("p_w", pw.bordered());
+    auto pha = call.input("p_h", ph.bordered());
+    auto pwo = call.output("p_w_next", pw_next.interior());
+    auto pho = call.output("p_h_next", ph_next.interior());
     call.run(ReconKernels<T>::tv_step, fa, pwa, pha, static_cast<T>(tv.weight), pwo, pho);
     std::swap(pw, pw_next);
     std::swap(ph, ph_next);
   }
   Call call(op, options);
   auto fa = call.input("x", image);
-  auto pwa = call.input("p_w", std::as_const(pw).view());
-  auto pha = call.input("p_h", std::as_const(ph).view());
+  auto pwa = call.input("p_w", pw.bordered());
+  auto pha = call.input("p_h", ph.bordered());
   auto oa = call.output("out", out);
   auto da = call.output("divergence", div);
   call.run(ReconKernels<T>::tv_finish, fa, pwa, pha, oa, da);
@@ -99,7 +145,7 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   check_tv(call, tv);
   check_shape(call, "out", out, x.shape(), " (the shape of x)");
   if (tv.vectorial) {
-    Array<T, 4> div(x.shape());
+    const ScratchCube<T> div("tv_denoise", x.shape());
     tv_vectorial<T>("tv_denoise", x, tv, out, div.view(), options);
     return;
   }
@@ -147,16 +193,16 @@ void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, 
   auto ma = call.input("mask", m);
   auto pa = call.input("phi", phi);
   // The vectorial TV runs after the kernel's data step (a kernel TV of 1 iteration is the identity).
-  Array<T, 4> data;
-  if (p.tv.vectorial) data = Array<T, 4>(x.shape());
-  auto xo = call.output("x_next", p.tv.vectorial ? data.view() : x_next);
+  std::optional<ScratchCube<T>> data;
+  if (p.tv.vectorial) data.emplace("gap_tv_step", x.shape());
+  auto xo = call.output("x_next", data ? data->view() : x_next);
   auto y1o = call.output("y1_next", y1_next);
   const Dispersion d = p.dispersion;
   call.run(ReconKernels<T>::gap, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
            static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, p.accelerate ? 1 : 0, xo, y1o);
-  if (p.tv.vectorial) {
-    Array<T, 4> div(x.shape());
-    tv_vectorial<T>("gap_tv_step", std::as_const(data).view(), p.tv, x_next, div.view(), options);
+  if (data) {
+    const ScratchCube<T> div("gap_tv_step", x.shape());
+    tv_vectorial<T>("gap_tv_step", View<const T, 4>(data->view()), p.tv, x_next, div.view(), options);
   }
 }
 
@@ -175,14 +221,14 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
   auto ma = call.input("mask", m);
   auto pa = call.input("phi", phi);
   // Vectorial: the kernel with a TV of 1 iteration gives (x - b, 0); the TV gives (theta', b' = div p).
-  Array<T, 4> data, zero;
-  if (p.tv.vectorial) data = Array<T, 4>(theta.shape()), zero = Array<T, 4>(theta.shape());
-  auto to = call.output("theta_next", p.tv.vectorial ? data.view() : theta_next);
-  auto bo = call.output("b_next", p.tv.vectorial ? zero.view() : b_next);
+  std::optional<ScratchCube<T>> data, zero;
+  if (p.tv.vectorial) data.emplace("admm_tv_step", theta.shape()), zero.emplace("admm_tv_step", theta.shape());
+  auto to = call.output("theta_next", data ? data->view() : theta_next);
+  auto bo = call.output("b_next", zero ? zero->view() : b_next);
   const Dispersion d = p.dispersion;
   call.run(ReconKernels<T>::admm, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
            static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, static_cast<T>(p.gamma), to, bo);
-  if (p.tv.vectorial) tv_vectorial<T>("admm_tv_step", std::as_const(data).view(), p.tv, theta_next, b_next, options);
+  if (data) tv_vectorial<T>("admm_tv_step", View<const T, 4>(data->view()), p.tv, theta_next, b_next, options);
 }
 
 // Everything a whole run checks before any work; returns Phi for the mask.
