@@ -88,14 +88,23 @@ void Call::require_rank(const Operand &a, const char *name, int low, int high, c
                           shape_string(a.shape_vector()));
 }
 
+// A new reference to object.name (interned names), or nullptr with the Python error cleared.
+PyObject *attribute(PyObject *object, PyObject *name) {
+  PyObject *value = PyObject_GetAttr(object, name);
+  if (!value) PyErr_Clear();
+  return value;
+}
+
 // A host torch.Tensor that does not require grad (such a one __dlpack__ refuses, and is left to
 // it) is read from its own attributes: torch 1.13's Tensor.__dlpack__ and __dlpack_device__ are
 // Python code, about 4 us a call together, most of a small call's cost; data_ptr, shape and
-// stride() are C (0.3 us). The torch objects are looked up once torch is imported and never
-// released (they outlive the module). Returns false for anything else.
+// stride() are C (0.3 us), read through the C API with interned names (pybind11's attr() builds
+// the name's string on every call). The torch objects are looked up once torch is imported and
+// never released (they outlive the module). Returns false for anything else.
 template <class TypeError>
 bool read_torch_host(py::handle object, Operand &a, const TypeError &type_error) {
   static py::handle tensor_type, float32, float64;
+  static PyObject *is_cpu, *requires_grad, *dtype_name, *shape_name, *stride_name, *data_ptr_name;
   if (!tensor_type) {
     const py::dict modules = py::module_::import("sys").attr("modules");
     if (!modules.contains("torch")) return false;
@@ -103,21 +112,39 @@ bool read_torch_host(py::handle object, Operand &a, const TypeError &type_error)
     tensor_type = py::object(torch.attr("Tensor")).release();
     float32 = py::object(torch.attr("float32")).release();
     float64 = py::object(torch.attr("float64")).release();
+    is_cpu = PyUnicode_InternFromString("is_cpu");
+    requires_grad = PyUnicode_InternFromString("requires_grad");
+    dtype_name = PyUnicode_InternFromString("dtype");
+    shape_name = PyUnicode_InternFromString("shape");
+    stride_name = PyUnicode_InternFromString("stride");
+    data_ptr_name = PyUnicode_InternFromString("data_ptr");
   }
-  if (!PyObject_TypeCheck(object.ptr(), reinterpret_cast<PyTypeObject *>(tensor_type.ptr()))) return false;
-  if (!object.attr("is_cpu").cast<bool>() || object.attr("requires_grad").cast<bool>()) return false;
-  const py::object dtype = object.attr("dtype");
+  PyObject *const tensor = object.ptr();
+  if (!PyObject_TypeCheck(tensor, reinterpret_cast<PyTypeObject *>(tensor_type.ptr()))) return false;
+  const auto flag = [&](PyObject *name) {
+    const py::object value = py::reinterpret_steal<py::object>(attribute(tensor, name));
+    return value.ptr() == Py_True;
+  };
+  if (!flag(is_cpu) || flag(requires_grad)) return false;
+  const py::object dtype = py::reinterpret_steal<py::object>(attribute(tensor, dtype_name));
   if (!dtype.is(float32) && !dtype.is(float64))
     type_error("expected float32 or float64, got " + std::string(py::str(dtype)).substr(6));  // after "torch."
   a.dtype = dtype.is(float32) ? DType::f32 : DType::f64;
-  const py::tuple shape = object.attr("shape"), strides = object.attr("stride")();
-  a.rank = static_cast<int>(shape.size());
-  if (a.rank > kMaxRank) return false;  // the DLPack path says so
-  for (int d = 0; d < a.rank; d++) {
-    a.shape[d] = shape[d].cast<std::int64_t>();
-    a.strides[d] = strides[d].cast<std::int64_t>();
+  const py::object shape = py::reinterpret_steal<py::object>(attribute(tensor, shape_name));
+  const py::object strides = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, stride_name));
+  const py::object data = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, data_ptr_name));
+  if (!shape || !strides || !data || !PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr())) {
+    PyErr_Clear();
+    return false;  // not the Tensor this expects: the DLPack path reads it
   }
-  a.data = reinterpret_cast<char *>(object.attr("data_ptr")().cast<std::uintptr_t>());
+  a.rank = static_cast<int>(PyTuple_GET_SIZE(shape.ptr()));
+  if (a.rank > kMaxRank || PyTuple_GET_SIZE(strides.ptr()) != a.rank) return false;  // the DLPack path says so
+  for (int d = 0; d < a.rank; d++) {
+    a.shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), d));
+    a.strides[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides.ptr(), d));
+  }
+  a.data = reinterpret_cast<char *>(PyLong_AsUnsignedLongLong(data.ptr()));
+  if (PyErr_Occurred()) throw py::error_already_set();
   return true;
 }
 
