@@ -77,8 +77,11 @@ void BM_tv_denoise(benchmark::State &state) {
   report(state, 2 * bytes_of(b.x), 2 * bytes_of(b.x));
 }
 
-#define HPIPE_RECON_BENCH(fn) \
-  HPIPE_BENCHMARK(fn, ->Args({28, 256, 256, 2, 5, 0})->Args({28, 256, 256, 2, 5, 1})->UseRealTime()->Unit(benchmark::kMillisecond))
+#define HPIPE_RECON_BENCH(fn)                             \
+  HPIPE_BENCHMARK(fn, ->Args({28, 256, 256, 2, 5, 0})     \
+                          ->Args({28, 256, 256, 2, 5, 1}) \
+                          ->UseRealTime()                 \
+                          ->Unit(benchmark::kMillisecond))
 HPIPE_RECON_BENCH(BM_gap_tv_step);
 HPIPE_RECON_BENCH(BM_admm_tv_step);
 HPIPE_RECON_BENCH(BM_tv_denoise);

@@ -63,8 +63,8 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   return tv;
 }
 
-TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p_h, Expr width, Expr height,
-                                  Expr bands, Expr weight) {
+TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p_h, Expr width, Expr height, Expr bands,
+                                  Expr weight) {
   TvVectorialStep tv;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
@@ -82,8 +82,8 @@ TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p
   tv.norm_sq(w, h, b) += gw * gw + gh * gh;
   const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(tv.norm_sq(w, h, b)));
   tv.next = Func("tv_dual_next");
-  tv.next(w, h, c, b) = Tuple((pw(w, h) - tau * grad(w, h, c, b)[0]) * inv_scale,
-                              (ph(w, h) - tau * grad(w, h, c, b)[1]) * inv_scale);
+  tv.next(w, h, c, b) =
+      Tuple((pw(w, h) - tau * grad(w, h, c, b)[0]) * inv_scale, (ph(w, h) - tau * grad(w, h, c, b)[1]) * inv_scale);
   return tv;
 }
 

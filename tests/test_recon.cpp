@@ -34,6 +34,8 @@ const std::vector<TvCase> kTvCases = {
     {2, 5, 13, 21, 0.1, 5, true},   // a batch: coupled within each item only
     {1, 3, 1, 19, 0.2, 3, true},    // H = 1
     {1, 4, 17, 35, 0.05, 9, true},  // odd sizes
+    {1, 2, 23, 1, 0.2, 4, true},    // W = 1
+    {2, 3, 19, 37, 0.1, 6, true},   // several row tasks with a tail; the duals reuse cached scratch
 };
 
 template <class T>

@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
+#include "block_cache.h"
 #include "call.h"
 #include "cassi_checks.h"
-#include "block_cache.h"
 #include "kernels.h"
 
 namespace hpipe {
@@ -100,7 +100,8 @@ class BorderedDual {
       T *p = storage_.data() + plane * strides_[1];
       std::fill_n(p, shape_[3], T(0));                                // row -1
       std::fill_n(p + (shape_[2] - 1) * shape_[3], shape_[3], T(0));  // row H
-      for (std::int64_t row = 1; row + 1 < shape_[2]; row++) p[row * shape_[3]] = p[row * shape_[3] + shape_[3] - 1] = 0;
+      for (std::int64_t row = 1; row + 1 < shape_[2]; row++)
+        p[row * shape_[3]] = p[row * shape_[3] + shape_[3] - 1] = 0;
     }
   }
 
