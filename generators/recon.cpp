@@ -63,13 +63,16 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   return tv;
 }
 
-TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p_h, Expr width, Expr height, Expr bands,
-                                  Expr weight) {
+TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p_h, Expr first, Expr width, Expr height,
+                                  Expr bands, Expr weight) {
   TvVectorialStep tv;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
+  tv.first = first;
   tv.image = BoundaryConditions::repeat_edge(image, {{0, width}, {0, height}});
-  const auto pw = unbordered(bordered_p_w), ph = unbordered(bordered_p_h);
+  const auto read_pw = unbordered(bordered_p_w), read_ph = unbordered(bordered_p_h);
+  const auto pw = [&](const Expr &x, const Expr &y) { return select(first, zero, read_pw(x, y)); };
+  const auto ph = [&](const Expr &x, const Expr &y) { return select(first, zero, read_ph(x, y)); };
   tv.primal = Func("tv_primal");
   tv.primal(w, h, c, b) = tv.image(w, h, c, b) + divergence_at(pw, ph, w, h);
   Func grad("tv_gradient");

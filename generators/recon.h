@@ -37,6 +37,7 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 // (W + 2, H + 2, C, B), so that div p and u one pixel past the image are plain loads; `next` is
 // (W, H, C, B), written into the interior of the next step's bordered storage.
 struct TvVectorialStep {
+  Halide::Expr first;    // the first step: p = 0, the dual is not read (a schedule specializes on it)
   Halide::Func image;    // f, edges repeated
   Halide::Func primal;   // u = f + div p
   Halide::Func norm_sq;  // sum_c |grad u_c|^2, (w, h, b)
@@ -44,7 +45,8 @@ struct TvVectorialStep {
   Halide::Func next;  // Tuple(p_w', p_h')
 };
 TvVectorialStep tv_vectorial_step(Halide::Func image, Halide::Func bordered_p_w, Halide::Func bordered_p_h,
-                                  Halide::Expr width, Halide::Expr height, Halide::Expr bands, Halide::Expr weight);
+                                  Halide::Expr first, Halide::Expr width, Halide::Expr height, Halide::Expr bands,
+                                  Halide::Expr weight);
 // The result of a TV from its bordered dual: Tuple(f + div p, div p) (the second is ADMM's b').
 struct TvFinish {
   Halide::Func out;

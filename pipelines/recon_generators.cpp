@@ -68,16 +68,19 @@ class TvVectorialStepGenerator : public FamilyGenerator<TvVectorialStepGenerator
   GeneratorInput<Buffer<T>> x{"image", 4};
   GeneratorInput<Buffer<T>> p_w{"p_w", 4};
   GeneratorInput<Buffer<T>> p_h{"p_h", 4};
+  GeneratorInput<int> first_step{"first_step"};  // 1: p = 0, p_w and p_h are not read
   GeneratorInput<T> weight{"weight"};
   GeneratorOutput<Func> next{"next", {type_of<T>(), type_of<T>()}, 4};  // (p_w', p_h')
 
   void generate() {
-    auto op = alg::tv_vectorial_step(x, p_w, p_h, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight);
+    auto op = alg::tv_vectorial_step(x, p_w, p_h, first_step != 0, x.dim(0).extent(), x.dim(1).extent(),
+                                     x.dim(2).extent(), weight);
     next = op.next;
     const ReconEstimates e;
     x.set_estimates(e.cassi.cube());
     for (auto *in : {&p_w, &p_h}) in->set_estimates(e.cassi.bordered_cube());
     weight.set_estimate(T(0.1));
+    first_step.set_estimate(0);
     next.set_estimates(e.cassi.cube());
     this->schedule_with_knobs(op);
   }

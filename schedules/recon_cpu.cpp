@@ -73,6 +73,7 @@ void schedule_cpu(alg::TvVectorialStep op, const Target &t, const ReconCpuKnobs 
   op.primal.compute_at(next, task).vectorize(arg(op.primal, 0), lanes, TailStrategy::GuardWithIf);
   op.norm_sq.compute_at(next, hi).vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
   op.norm_sq.update().vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
+  next.specialize(op.first);  // no loads of the dual in the first step
 }
 
 void schedule_cpu(alg::TvFinish op, const Target &t, const ReconCpuKnobs &k) {

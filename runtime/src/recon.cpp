@@ -116,10 +116,11 @@ void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, Vi
                   const Options &options) {
   const Shape4 shape = image.shape();
   BorderedDual<T> pw(op, shape), ph(op, shape), pw_next(op, shape), ph_next(op, shape);
-  pw.zero();  // the dual starts at 0
-  ph.zero();
-  pw_next.zero_border();
-  ph_next.zero_border();
+  for (auto *dual : {&pw, &ph, &pw_next, &ph_next}) dual->zero_border();
+  if (tv.iterations == 1) {  // the dual stays 0 (the first step, which knows it is 0, reads none)
+    pw.zero();
+    ph.zero();
+  }
   for (int k = 1; k < tv.iterations; k++) {
     Call call(op, options);
     auto fa = call.input("x", image);
@@ -127,7 +128,7 @@ void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, Vi
     auto pha = call.input("p_h", ph.bordered());
     auto pwo = call.output("p_w_next", pw_next.interior());
     auto pho = call.output("p_h_next", ph_next.interior());
-    call.run(ReconKernels<T>::tv_step, fa, pwa, pha, static_cast<T>(tv.weight), pwo, pho);
+    call.run(ReconKernels<T>::tv_step, fa, pwa, pha, k == 1 ? 1 : 0, static_cast<T>(tv.weight), pwo, pho);
     std::swap(pw, pw_next);
     std::swap(ph, ph_next);
   }
