@@ -11,8 +11,9 @@ namespace hpipe::detail {
 // sizes with fresh mmap pages, so without a cache every call pays a page fault per 4 KiB of them.
 void install_block_cache();
 
-// Uninitialised host scratch of `count` elements from the same cache: the runtime's own per-call
-// buffers (the vectorial TV's duals), which as Arrays were fresh zeroed pages on every call.
+// Uninitialised host scratch from the same cache: the runtime's own per-call buffers (the vectorial
+// TV's duals), which as Arrays were fresh zeroed pages on every call. Scratch<T> holds `count`
+// elements.
 void *acquire_scratch(std::size_t bytes);
 void release_scratch(void *data);
 

@@ -85,29 +85,26 @@ struct ScratchCube {
 template <class T>
 class BorderedDual {
  public:
-  BorderedDual(const char *op, const Shape4 &cube)
-      : shape_{cube[0], cube[1], cube[2] + 2, cube[3] + 2},
-        strides_{shape_[1] * shape_[2] * shape_[3], shape_[2] * shape_[3], shape_[3], 1},
-        storage_(static_cast<std::size_t>(detail::checked_product(op, shape_))) {}
-  View<const T, 4> bordered() const { return View<const T, 4>(storage_.data(), shape_, strides_); }
+  BorderedDual(const char *op, const Shape4 &cube) : storage_(op, Shape4{cube[0], cube[1], cube[2] + 2, cube[3] + 2}) {}
+  View<const T, 4> bordered() const { return storage_.view(); }
   View<T, 4> interior() const {
-    return View<T, 4>(storage_.data() + shape_[3] + 1, Shape4{shape_[0], shape_[1], shape_[2] - 2, shape_[3] - 2},
-                      strides_);
+    const View<T, 4> all = storage_.view();
+    const Shape4 &s = all.shape();
+    return View<T, 4>(all.data() + s[3] + 1, Shape4{s[0], s[1], s[2] - 2, s[3] - 2}, all.strides());
   }
-  void zero() { std::fill_n(storage_.data(), shape_[0] * strides_[0], T(0)); }
+  void zero() { std::fill_n(storage_.storage.data(), storage_.view().size(), T(0)); }
   void zero_border() {
-    for (std::int64_t plane = 0; plane < shape_[0] * shape_[1]; plane++) {
-      T *p = storage_.data() + plane * strides_[1];
-      std::fill_n(p, shape_[3], T(0));                                // row -1
-      std::fill_n(p + (shape_[2] - 1) * shape_[3], shape_[3], T(0));  // row H
-      for (std::int64_t row = 1; row + 1 < shape_[2]; row++)
-        p[row * shape_[3]] = p[row * shape_[3] + shape_[3] - 1] = 0;
+    const Shape4 &s = storage_.shape;
+    for (std::int64_t plane = 0; plane < s[0] * s[1]; plane++) {
+      T *p = storage_.storage.data() + plane * s[2] * s[3];
+      std::fill_n(p, s[3], T(0));                      // row -1
+      std::fill_n(p + (s[2] - 1) * s[3], s[3], T(0));  // row H
+      for (std::int64_t row = 1; row + 1 < s[2]; row++) p[row * s[3]] = p[row * s[3] + s[3] - 1] = 0;
     }
   }
 
  private:
-  Shape4 shape_, strides_;
-  detail::Scratch<T> storage_;
+  ScratchCube<T> storage_;
 };
 
 // The vectorial TV of `image` into (out, div p): n - 1 dual steps, one kernel each, then the finish.
