@@ -7,8 +7,9 @@
 namespace hpipe::sched {
 
 // Rows logsumexp folds per step (alg::logsumexp's rows_per_chunk), per backend and type, not a
-// knob; the AOT generator and hpipe-tune both pass this. CPU: 32 rows of a 1024-column task are
-// 128 KiB of float32, which stay in L2 between the max and the sum pass. CUDA: each chunk's
+// knob; the AOT generator and hpipe-tune both pass this. CPU: 32 rows share one fold (an exp in
+// double per column) and their vector stays in L1 between the max and the sum pass (W2 float32
+// axis 0: 16 rows 29.8 ms, 32 rows 26.1, 64 rows 36.6; JIT, 2-core Zen 4, 2026-11-24). CUDA: each chunk's
 // (shift, sum) goes through device memory and each column folds its chunks one after another, so
 // longer chunks save both, as long as a thread's chunk stays in cache for the sum pass: 256 bytes
 // of a column (the sizes measured: docs/performance-notes.md).
@@ -29,13 +30,13 @@ struct MathElementwiseCpuKnobs {
 };
 
 struct MathLogSumExpCpuKnobs {
-  int vector_factor = 4;        // vector width in multiples of the target's natural float width
-  int columns_per_task = 1024;  // columns (i) one task folds over every row
+  int vector_factor = 1;        // vector width in multiples of the target's natural float width
+  int columns_per_task = 2560;  // the widest block of columns (i) one task folds over every row
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
-    f("columns_per_task", columns_per_task, Candidates{256, 512, 1024, 2048, 4096});
+    f("columns_per_task", columns_per_task, Candidates{512, 1024, 2560, 5120, 10240});
   }
   bool valid() const { return vector_factor >= 1 && columns_per_task >= 64; }
 };

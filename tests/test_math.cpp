@@ -434,14 +434,17 @@ void check_logsumexp(const Array<T, N> &x, int axis, Where where = Where::cpu) {
   EXPECT_EQ(0, std::memcmp(before.data(), x.data(), sizeof(T) * x.size())) << "x was modified";
 }
 
-// Every axis of 2-D to 4-D arrays: rows not a multiple of the chunk, columns over one task (1024)
-// and not a multiple of a vector, fewer columns than a warp, large magnitudes.
+// Every axis of 2-D to 4-D arrays: rows not a multiple of the chunk, columns not a multiple of a
+// vector, in one CPU task and in three (2560 columns at most, the last one shorter), fewer columns
+// than a warp, large magnitudes.
 template <class T>
 void check_logsumexp_every_axis(Where where) {
   const auto x2 = random_array<T, 2>({77, 1031}, 21, -20.0, 20.0);
   check_logsumexp<T, 2>(x2, 0, where);
   check_logsumexp<T, 2>(x2, 1, where);
   check_logsumexp<T, 2>(x2, -1, where);
+  const auto wide = random_array<T, 2>({45, 5131}, 27, -20.0, 20.0);
+  check_logsumexp<T, 2>(wide, 0, where);
   const auto small = random_array<T, 2>({1, 3}, 22, -1.0, 1.0);
   check_logsumexp<T, 2>(small, 0, where);
   check_logsumexp<T, 2>(small, 1, where);
@@ -480,7 +483,7 @@ TYPED_TEST(MathTyped, LogSumExpEveryAxisMatchesReference) { check_logsumexp_ever
 
 TYPED_TEST(MathTyped, LogSumExpSpecialValues) { check_logsumexp_special_values<TypeParam>(Where::cpu); }
 
-// Long contiguous rows take the lanes path (64 partial results per row or row segment, combined
+// Long contiguous rows take the lanes path (16 partial results per row or row segment, combined
 // in double with the row's tail): special values in the blocks and in the tail, a row of -inf,
 // many rows (one kernel call) and few rows (cut into segments), a long 1-D x.
 TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
@@ -489,13 +492,13 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   auto x = random_array<T, 2>({6, 70001}, 61, -30.0, 30.0);
   x(1, 50000) = inf;  // in a block
   for (std::int64_t c = 0; c < 70001; c++) x(2, c) = -inf;
-  x(3, 69999) = nan;                   // in the tail (70001 = 1093 * 64 + 49)
+  x(3, 70000) = nan;                   // in the tail (70001 = 4375 * 16 + 1)
   x(4, 70000) = T(90);                 // the maximum in the tail
   x(5, 5) = -inf, x(5, 69990) = -inf;  // -inf among finite values
   check_logsumexp<T, 2>(x, 1);
   const auto few = random_array<T, 2>({1, 200003}, 62, -5.0, 5.0);  // one row: segments
   check_logsumexp<T, 2>(few, 1);
-  const auto many = random_array<T, 2>({301, 130}, 63, -5.0, 5.0);  // rows of 2 blocks + 2
+  const auto many = random_array<T, 2>({301, 130}, 63, -5.0, 5.0);  // rows of 8 blocks + 2
   check_logsumexp<T, 2>(many, 1);
   auto v = random_array<T, 1>({1000003}, 64, -40.0, 10.0);
   v(123457) = T(12);

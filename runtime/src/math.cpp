@@ -125,11 +125,13 @@ int normalized_axis(const char *op, int axis) {
 }
 
 // logsumexp along contiguous rows (the last axis, or a 1-D x), without a transposed copy: a row of
-// n is read as (n / kRowLanes) x kRowLanes blocks, which the kernel reduces down the blocks, 64
-// lanes at a time, to 64 partial results in double; they and the row's last n % kRowLanes elements
+// n is read as (n / kRowLanes) x kRowLanes blocks, which the kernel reduces down the blocks, one
+// vector at a time, to kRowLanes partial results in double; they and the row's last n % kRowLanes elements
 // are then combined here in double, rounded once. Few rows are cut into segments (one kernel
 // "column block" each) so that every thread has work.
-constexpr std::int64_t kRowLanes = 64;
+// One AVX-512 vector of float32: 10^4 rows of 10^4 took 34 ms, against 42 with 32 lanes and 55 with 64
+// (JIT, 2-core Zen 4, 2026-11-24).
+constexpr std::int64_t kRowLanes = 16;
 
 // scipy's rule on one row of partial results (and elements), in double.
 double logsumexp_of(const std::vector<double> &v) {
