@@ -105,17 +105,18 @@ CassiPinv cassi_pinv(Func y, Func mask, const CassiGeometry &g, BandSumForm form
 
 CassiPinvAlpha cassi_pinv_alpha(Func y, Func mask, const CassiGeometry &g) {
   // alpha = number of bands whose displaced image covers the measurement column (or row).
-  Expr along = select(g.axis == 0, w, h);
+  Var along("along");
   Expr extent = select(g.axis == 0, g.width, g.height);
   Expr s = abs(g.step);
   // The offsets are {0, s, ..., (C - 1) s} whatever the sign of S; band k covers the column when
   // along - extent < k s <= along, i.e. k in [ceil((along - extent + 1) / s), floor(along / s)].
   Expr hi = min(g.bands - 1, select(s == 0, g.bands - 1, along / max(s, 1)));
   Expr lo = max(0, select(s == 0, 0, (along - extent + s) / max(s, 1)));
-  Expr alpha = max(hi - lo + 1, 1);
   CassiPinvAlpha op;
+  op.alpha = Func("alpha");
+  op.alpha(along) = max(hi - lo + 1, 1);
   op.normalized = Func("normalized");
-  op.normalized(w, h, b) = y(w, h, b) / cast(value_type(y), alpha);
+  op.normalized(w, h, b) = y(w, h, b) / cast(value_type(y), op.alpha(select(g.axis == 0, w, h)));
   op.mask_inverse = Func("mask_inverse");
   Type t = value_type(mask);
   op.mask_inverse(w, h, c) = select(mask(w, h, c) == 0, cast(t, 0), cast(t, 1) / mask(w, h, c));

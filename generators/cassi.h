@@ -78,7 +78,8 @@ struct CassiPinv {
 CassiPinv cassi_pinv(Halide::Func y, Halide::Func mask, const CassiGeometry &g, BandSumForm form);
 
 struct CassiPinvAlpha {
-  Halide::Func normalized;    // y / alpha, alpha = number of bands covering the column
+  Halide::Func alpha;         // (along): number of bands covering the measurement column (or row)
+  Halide::Func normalized;    // y / alpha
   Halide::Func mask_inverse;  // 1 / m, and 0 where m == 0 (nothing was measured there)
   Halide::Func x;             // crop of normalized times mask_inverse
 };

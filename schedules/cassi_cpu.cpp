@@ -82,6 +82,12 @@ void schedule_cpu(alg::CassiPinv op, const Target &t, const CassiCpuKnobs &k) {
 }
 
 void schedule_cpu(alg::CassiPinvAlpha op, const Target &t, const CassiCpuKnobs &k) {
+  // alpha's integer divisions once per column, and the mask's inverse once per mask element
+  // (not per cube element: the batch shares the mask): W4 7.9 -> 5.8-6.2 ms (same runs: Aᵀ 5.0-5.8).
+  op.alpha.compute_root();
+  Var mw = arg(op.mask_inverse, 0), mc = arg(op.mask_inverse, 2);
+  op.mask_inverse.compute_root().parallel(mc).vectorize(mw, vector_lanes(t, value_type(op.mask_inverse), 1),
+                                                         TailStrategy::GuardWithIf);
   Var task = schedule_cube_output(op.x, t, k);
   vectorize_rows_at(op.normalized, op.x, task, t);
 }
