@@ -1,7 +1,7 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 6.94 ms (52% of BM_stream_read), Aᵀ 5.65 ms, A⁺ 6.43 ms, column-count inverse 8.14 ms
-// (65 / 57 / 45% of BM_stream_copy); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-23.
+// W4 A 6.76 ms (52% of BM_stream_read), Aᵀ 5.42 ms, A⁺ 5.91 ms, column-count inverse 6.29 ms
+// (67 / 61 / 58% of BM_stream_copy); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-24.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 
@@ -83,7 +83,7 @@ void schedule_cpu(alg::CassiPinv op, const Target &t, const CassiCpuKnobs &k) {
 
 void schedule_cpu(alg::CassiPinvAlpha op, const Target &t, const CassiCpuKnobs &k) {
   // alpha's integer divisions once per column, and the mask's inverse once per mask element
-  // (not per cube element: the batch shares the mask): W4 7.9 -> 5.8-6.2 ms (same runs: Aᵀ 5.0-5.8).
+  // (not per cube element: the batch shares the mask); before and after: docs/performance-notes.md.
   op.alpha.compute_root();
   Var mw = arg(op.mask_inverse, 0), mc = arg(op.mask_inverse, 2);
   op.mask_inverse.compute_root().parallel(mc).vectorize(mw, vector_lanes(t, value_type(op.mask_inverse), 1),

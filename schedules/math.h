@@ -8,8 +8,8 @@ namespace hpipe::sched {
 
 // Rows logsumexp folds per step (alg::logsumexp's rows_per_chunk), per backend and type, not a
 // knob; the AOT generator and hpipe-tune both pass this. CPU: 32 rows share one fold (an exp in
-// double per column) and their vector stays in L1 between the max and the sum pass (W2 float32
-// axis 0: 16 rows 29.8 ms, 32 rows 26.1, 64 rows 36.6; JIT, 2-core Zen 4, 2026-11-24). CUDA: each chunk's
+// double per column) and their vector stays in L1 between the max and the sum pass (16 and 64 rows
+// measured slower: docs/performance-notes.md). CUDA: each chunk's
 // (shift, sum) goes through device memory and each column folds its chunks one after another, so
 // longer chunks save both, as long as a thread's chunk stays in cache for the sum pass: 256 bytes
 // of a column (the sizes measured: docs/performance-notes.md).

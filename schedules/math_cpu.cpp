@@ -1,8 +1,8 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 24.4 / 27.8 / 28.3 ms (98 / 86 / 84% of BM_stream_copy); logsumexp
-// float32 10000 x 10000 axis 0: 52.8 ms (22% of BM_stream_read); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench
-// median of 3, 2026-11-23.
+// exp / log / erf float32, 10^8: 24.2 / 27.1 / 28.1 ms (98 / 87 / 84% of BM_stream_copy); logsumexp
+// float32 10000 x 10000 axis 0: 28.8 ms (40% of BM_stream_read); 2-core AMD EPYC (Zen 4, AVX-512, VM),
+// hpipe_bench median of 3, 2026-11-24.
 #include <algorithm>
 
 #include "schedules/common.h"
@@ -64,7 +64,7 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnob
       .split(ri, vector, lane, lanes, TailStrategy::GuardWithIf)
       .reorder(lane, vector, ro, chunk)
       .vectorize(lane);
-  // The chunk's rows unrolled: 26 ms at W2 against 33-36 ms for the loop or partial unrolling.
+  // The chunk's rows unrolled (a loop or partial unrolling measured slower).
   for (Func f : {op.chunk_max, op.chunk_sum}) {
     Var fi = arg(f, 0);
     f.compute_at(op.running, vector).vectorize(fi, lanes, TailStrategy::GuardWithIf);
