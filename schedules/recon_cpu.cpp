@@ -25,7 +25,14 @@ Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const Rec
   Var task("task");
   out.fuse(arg(out, 2), arg(out, 3), task).parallel(task).vectorize(arg(out, 0), lanes, TailStrategy::GuardWithIf);
   Func dual = tv.dual;
-  dual.compute_at(out, task).vectorize(arg(dual, 0), lanes, TailStrategy::GuardWithIf);
+  // Rows padded to whole vectors and the interior starting on one, so that the unshifted loads
+  // and the stores do not straddle cache lines (a step's 13 loads and 2 stores per vector bound it
+  // more than its arithmetic: on Zen 4 unaligned storage cost 12-15% of a TV call).
+  const Var width = arg(dual, 0);
+  dual.compute_at(out, task)
+      .align_storage(width, lanes)
+      .align_bounds(width, lanes)
+      .vectorize(width, lanes, TailStrategy::GuardWithIf);
   // Step k reads slot k % 2 and writes the other: vectors along a row never overlap what they read.
   dual.update().allow_race_conditions().vectorize(tv.steps.x, lanes, TailStrategy::GuardWithIf);
   return task;
