@@ -38,6 +38,7 @@ const std::vector<TvCase> kTvCases = {
     {1, 4, 17, 35, 0.05, 9, true},  // odd sizes
     {1, 2, 23, 1, 0.2, 4, true},    // W = 1
     {2, 3, 19, 37, 0.1, 6, true},   // several row tasks with a tail; the duals reuse cached scratch
+    {2, 16, 100, 512, 0.1, 3, true},  // cut into strips of rows (float 45, double 19) with a short last one
 };
 
 template <class T>

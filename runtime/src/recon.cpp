@@ -107,10 +107,40 @@ class BorderedDual {
   ScratchCube<T> storage_;
 };
 
-// The vectorial TV of `image` into (out, div p): n - 1 dual steps, one kernel each, then the finish.
+// Rows [first, last) of dimension 2 of a (B, C, H, W) view.
 template <class T>
-void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out, View<T, 4> div,
-                  const Options &options) {
+View<T, 4> rows_of(View<T, 4> v, std::int64_t first, std::int64_t last) {
+  Shape4 shape = v.shape();
+  shape[2] = last - first;
+  return View<T, 4>(v.data() + first * v.stride(2), shape, v.strides(), v.memory());
+}
+
+// One batch element's planes of a (B, C, H, W) view.
+template <class T>
+View<T, 4> batch_of(View<T, 4> v, std::int64_t b) {
+  Shape4 shape = v.shape();
+  shape[0] = 1;
+  return View<T, 4>(v.data() + b * v.stride(0), shape, v.strides(), v.memory());
+}
+
+// The vectorial TV works on strips of rows small enough that the image strip and its four duals
+// stay in cache through all the steps: each step is a pass over them, which from memory costs
+// twice what it costs in cache (Zen 4: a 28 x 64 x 256 float32 TV, n = 5, 3.9 ms per 256 rows
+// against 8.1 ms for 28 x 256 x 256).
+constexpr std::int64_t kTvStripBytes = std::int64_t(8) << 20;
+
+// Rows of a strip's middle, or 0 when strips would recompute too much (see tv_vectorial).
+std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, int iterations) {
+  const std::int64_t row_bytes = 5 * cube[1] * cube[3] * static_cast<std::int64_t>(element_size);
+  const std::int64_t halo = iterations, rows = kTvStripBytes / row_bytes - 2 * halo;
+  return rows >= 4 * halo && rows < cube[2] ? rows : 0;
+}
+
+// The vectorial TV of one image (or a strip of rows taken as one) into (out, div p): n - 1 dual
+// steps, one kernel each, then the finish over output rows [first, last) of the image.
+template <class T>
+void tv_vectorial_rows(const char *op, View<const T, 4> image, const TvParams &tv, std::int64_t first,
+                       std::int64_t last, View<T, 4> out, View<T, 4> div, const Options &options) {
   const Shape4 shape = image.shape();
   BorderedDual<T> pw(op, shape), ph(op, shape), pw_next(op, shape), ph_next(op, shape);
   for (auto *dual : {&pw, &ph, &pw_next, &ph_next}) dual->zero_border();
@@ -129,13 +159,37 @@ void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, Vi
     std::swap(pw, pw_next);
     std::swap(ph, ph_next);
   }
+  // The finish reads the dual one row above its first output row: a bordered view starting there.
   Call call(op, options);
-  auto fa = call.input("x", image);
-  auto pwa = call.input("p_w", pw.bordered());
-  auto pha = call.input("p_h", ph.bordered());
+  auto fa = call.input("x", rows_of(image, first, last));
+  auto pwa = call.input("p_w", rows_of(pw.bordered(), first, last + 2));
+  auto pha = call.input("p_h", rows_of(ph.bordered(), first, last + 2));
   auto oa = call.output("out", out);
   auto da = call.output("divergence", div);
   call.run(ReconKernels<T>::tv_finish, fa, pwa, pha, oa, da);
+}
+
+// The vectorial TV of `image` into (out, div p). A dual step at a row depends on the dual one row
+// each side, so a strip cut out of the image gives the whole image's dual after k steps except
+// within k rows of a cut; with a halo of n rows around its middle (n - 1 steps, and the
+// divergence's row above) a strip's middle rows are exactly the whole image's.
+template <class T>
+void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out, View<T, 4> div,
+                  const Options &options) {
+  const Shape4 &shape = image.shape();
+  const std::int64_t height = shape[2], strip = tv_strip_rows(shape, sizeof(T), tv.iterations);
+  if (strip == 0) {
+    tv_vectorial_rows<T>(op, image, tv, 0, height, out, div, options);
+    return;
+  }
+  for (std::int64_t b = 0; b < shape[0]; b++)
+    for (std::int64_t top = 0; top < height; top += strip) {
+      const std::int64_t bottom = std::min(top + strip, height);
+      const std::int64_t lo = std::max<std::int64_t>(top - tv.iterations, 0);
+      const std::int64_t hi = std::min(bottom + tv.iterations, height);
+      tv_vectorial_rows<T>(op, rows_of(batch_of(image, b), lo, hi), tv, top - lo, bottom - lo,
+                           rows_of(batch_of(out, b), top, bottom), rows_of(batch_of(div, b), top, bottom), options);
+    }
 }
 
 template <class T>
