@@ -6,8 +6,8 @@
 // one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. Compute-bound:
 // a TV step is one sqrt, one reciprocal and ~25 other vector operations per 16 pixels.
 //
-// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 4.26 ms; ADMM-TV 5.38 ms (vectorial TV 12.7 ms); TV 3.79 ms
-// (vectorial 9.53 ms); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-24.
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 3.11 ms; ADMM-TV 3.58 ms (vectorial TV 7.62 ms); TV 2.81 ms
+// (vectorial 6.14 ms, 2.2x per band); 2-core AMD EPYC (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
