@@ -107,20 +107,12 @@ class BorderedDual {
   ScratchCube<T> storage_;
 };
 
-// Rows [first, last) of dimension 2 of a (B, C, H, W) view.
+// Indices [first, last) of dimension `dim` of a view.
 template <class T>
-View<T, 4> rows_of(View<T, 4> v, std::int64_t first, std::int64_t last) {
+View<T, 4> slice(View<T, 4> v, int dim, std::int64_t first, std::int64_t last) {
   Shape4 shape = v.shape();
-  shape[2] = last - first;
-  return View<T, 4>(v.data() + first * v.stride(2), shape, v.strides(), v.memory());
-}
-
-// One batch element's planes of a (B, C, H, W) view.
-template <class T>
-View<T, 4> batch_of(View<T, 4> v, std::int64_t b) {
-  Shape4 shape = v.shape();
-  shape[0] = 1;
-  return View<T, 4>(v.data() + b * v.stride(0), shape, v.strides(), v.memory());
+  shape[dim] = last - first;
+  return View<T, 4>(v.data() + first * v.stride(dim), shape, v.strides(), v.memory());
 }
 
 // The vectorial TV works on strips of rows small enough that the image strip and its four duals
@@ -129,9 +121,11 @@ View<T, 4> batch_of(View<T, 4> v, std::int64_t b) {
 // against 8.1 ms for 28 x 256 x 256).
 constexpr std::int64_t kTvStripBytes = std::int64_t(8) << 20;
 
-// Rows of a strip's middle, or 0 when strips would recompute too much (see tv_vectorial).
+// Rows of a strip's middle, or 0 for the whole image at once: when it is no taller, or when a
+// strip's halo (n rows each side, see tv_vectorial) would be more than half of its middle.
 std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, int iterations) {
-  const std::int64_t row_bytes = 5 * cube[1] * cube[3] * static_cast<std::int64_t>(element_size);
+  const std::int64_t planes = 5;  // the image and the four duals
+  const std::int64_t row_bytes = planes * cube[1] * cube[3] * static_cast<std::int64_t>(element_size);
   const std::int64_t halo = iterations, rows = kTvStripBytes / row_bytes - 2 * halo;
   return rows >= 4 * halo && rows < cube[2] ? rows : 0;
 }
@@ -161,9 +155,9 @@ void tv_vectorial_rows(const char *op, View<const T, 4> image, const TvParams &t
   }
   // The finish reads the dual one row above its first output row: a bordered view starting there.
   Call call(op, options);
-  auto fa = call.input("x", rows_of(image, first, last));
-  auto pwa = call.input("p_w", rows_of(pw.bordered(), first, last + 2));
-  auto pha = call.input("p_h", rows_of(ph.bordered(), first, last + 2));
+  auto fa = call.input("x", slice(image, 2, first, last));
+  auto pwa = call.input("p_w", slice(pw.bordered(), 2, first, last + 2));
+  auto pha = call.input("p_h", slice(ph.bordered(), 2, first, last + 2));
   auto oa = call.output("out", out);
   auto da = call.output("divergence", div);
   call.run(ReconKernels<T>::tv_finish, fa, pwa, pha, oa, da);
@@ -187,8 +181,11 @@ void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, Vi
       const std::int64_t bottom = std::min(top + strip, height);
       const std::int64_t lo = std::max<std::int64_t>(top - tv.iterations, 0);
       const std::int64_t hi = std::min(bottom + tv.iterations, height);
-      tv_vectorial_rows<T>(op, rows_of(batch_of(image, b), lo, hi), tv, top - lo, bottom - lo,
-                           rows_of(batch_of(out, b), top, bottom), rows_of(batch_of(div, b), top, bottom), options);
+      const auto rows = [&](auto v, std::int64_t first, std::int64_t last) {
+        return slice(slice(v, 0, b, b + 1), 2, first, last);
+      };
+      tv_vectorial_rows<T>(op, rows(image, lo, hi), tv, top - lo, bottom - lo, rows(out, top, bottom),
+                           rows(div, top, bottom), options);
     }
 }
 
