@@ -3,8 +3,9 @@
 // One task per (band, batch) image: the image being denoised and both slots of the dual (5 planes,
 // 1.25 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
 // with rows vectorized along width. The cube-sized data step is computed into the task's image, so
-// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. Compute-bound:
-// a TV step is one sqrt, one reciprocal and ~25 other vector operations per 16 pixels.
+// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. A TV step is
+// bound by its 13 loads and 2 stores per vector more than by its ~30 vector operations (one sqrt,
+// one reciprocal): docs/performance-notes.md.
 //
 // GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 3.11 ms; ADMM-TV 3.58 ms (vectorial TV 7.62 ms); TV 2.81 ms
 // (vectorial 6.14 ms, 2.2x per band); 2-core AMD EPYC (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24.
@@ -26,8 +27,7 @@ Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const Rec
   out.fuse(arg(out, 2), arg(out, 3), task).parallel(task).vectorize(arg(out, 0), lanes, TailStrategy::GuardWithIf);
   Func dual = tv.dual;
   // Rows padded to whole vectors and the interior starting on one, so that the unshifted loads
-  // and the stores do not straddle cache lines (a step's 13 loads and 2 stores per vector bound it
-  // more than its arithmetic: on Zen 4 unaligned storage cost 12-15% of a TV call).
+  // and the stores do not straddle cache lines (the loads bound a step).
   const Var width = arg(dual, 0);
   dual.compute_at(out, task)
       .align_storage(width, lanes)

@@ -117,16 +117,15 @@ View<T, 4> slice(View<T, 4> v, int dim, std::int64_t first, std::int64_t last) {
 
 // The vectorial TV works on strips of rows small enough that the image strip and its four duals
 // stay in cache through all the steps: each step is a pass over them, which from memory costs
-// twice what it costs in cache (Zen 4: a 28 x 64 x 256 float32 TV, n = 5, 3.9 ms per 256 rows
-// against 8.1 ms for 28 x 256 x 256).
+// about twice what it costs in cache (docs/performance-notes.md).
 constexpr std::int64_t kTvStripBytes = std::int64_t(8) << 20;
 
-// Rows of a strip's middle, or 0 for the whole image at once: when it is no taller, or when a
-// strip's halo (n rows each side, see tv_vectorial) would be more than half of its middle.
-std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, int iterations) {
+// Rows of a strip's middle, or 0 for the whole image at once: when it is no taller, or when the
+// strip's halo (rows each side, see tv_vectorial) would be more than half of its middle.
+std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, std::int64_t halo) {
   const std::int64_t planes = 5;  // the image and the four duals
   const std::int64_t row_bytes = planes * cube[1] * cube[3] * static_cast<std::int64_t>(element_size);
-  const std::int64_t halo = iterations, rows = kTvStripBytes / row_bytes - 2 * halo;
+  const std::int64_t rows = kTvStripBytes / row_bytes - 2 * halo;
   return rows >= 4 * halo && rows < cube[2] ? rows : 0;
 }
 
@@ -171,7 +170,7 @@ template <class T>
 void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out, View<T, 4> div,
                   const Options &options) {
   const Shape4 &shape = image.shape();
-  const std::int64_t height = shape[2], strip = tv_strip_rows(shape, sizeof(T), tv.iterations);
+  const std::int64_t height = shape[2], halo = tv.iterations, strip = tv_strip_rows(shape, sizeof(T), halo);
   if (strip == 0) {
     tv_vectorial_rows<T>(op, image, tv, 0, height, out, div, options);
     return;
@@ -179,8 +178,7 @@ void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, Vi
   for (std::int64_t b = 0; b < shape[0]; b++)
     for (std::int64_t top = 0; top < height; top += strip) {
       const std::int64_t bottom = std::min(top + strip, height);
-      const std::int64_t lo = std::max<std::int64_t>(top - tv.iterations, 0);
-      const std::int64_t hi = std::min(bottom + tv.iterations, height);
+      const std::int64_t lo = std::max<std::int64_t>(top - halo, 0), hi = std::min(bottom + halo, height);
       const auto rows = [&](auto v, std::int64_t first, std::int64_t last) {
         return slice(slice(v, 0, b, b + 1), 2, first, last);
       };
