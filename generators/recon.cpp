@@ -46,10 +46,15 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   const Expr read = k % 2;
   auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
   auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
-  auto primal = [&](Expr xx, Expr yy) { return f(xx, yy, c, b) + divergence_at(pw, ph, xx, yy); };  // u_k
-  const Expr u = primal(x, y);
-  const Expr gw = select(x < width - 1, primal(x + 1, y) - u, zero);
-  const Expr gh = select(y < height - 1, primal(x, y + 1) - u, zero);
+  // grad u_k = grad f + grad div p_k: the steps read grad f, not f, so a schedule that stores grad f
+  // keeps every load of a step a plain one (f one column past the image is a clamped read).
+  tv.image_gradient = Func("tv_image_gradient");
+  tv.image_gradient(w, h, c, b) = Tuple(select(w < width - 1, f(w + 1, h, c, b) - f(w, h, c, b), zero),
+                                        select(h < height - 1, f(w, h + 1, c, b) - f(w, h, c, b), zero));
+  auto div_p = [&](Expr xx, Expr yy) { return divergence_at(pw, ph, xx, yy); };
+  const Expr div_here = div_p(x, y);
+  const Expr gw = select(x < width - 1, tv.image_gradient(x, y, c, b)[0] + (div_p(x + 1, y) - div_here), zero);
+  const Expr gh = select(y < height - 1, tv.image_gradient(x, y, c, b)[1] + (div_p(x, y + 1) - div_here), zero);
   const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(gw * gw + gh * gh));
   p(x, y, c, b, (k + 1) % 2) = Tuple((pw(x, y) - tau * gw) * inv_scale, (ph(x, y) - tau * gh) * inv_scale);
   tv.dual = p;

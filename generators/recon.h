@@ -20,6 +20,7 @@ namespace hpipe::alg {
 // (skimage's n-th dual update is never used, so n iterations make n - 1 dual steps; n = 1 returns f).
 struct TvChambolle {
   Halide::Func image;       // f(w, h, c, b): the image being denoised, a Func a schedule may place
+  Halide::Func image_gradient;  // grad f = Tuple(f_w, f_h), constant over the steps: a schedule may store it
   Halide::Func dual;        // p(w, h, c, b, slot) = Tuple(p_w, p_h); step k reads slot k % 2, writes (k + 1) % 2
   Halide::RDom steps;       // (x, y, k) over the image and the n - 1 dual steps
   Halide::Func divergence;  // div p_{n-1}(w, h, c, b), with p = 0 outside the image
