@@ -37,26 +37,34 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   tv.image(w, h, c, b) = image(w, h, c, b);
   Func f = BoundaryConditions::repeat_edge(tv.image, {{0, width}, {0, height}});
 
-  // The dual is stored with a one-pixel border that no step writes: the pure definition's zeros
-  // there are skimage's "p = 0 outside the image", so every access is a plain neighbour load.
-  Func p("tv_dual");
-  p(w, h, c, b, s) = Tuple(zero, zero);
-  tv.steps = RDom(0, width, 0, height, 0, max(iterations - 1, 0), "tv_step");
-  const RVar x = tv.steps.x, y = tv.steps.y, k = tv.steps.z;
-  const Expr read = k % 2;
-  auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
-  auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
   // grad u_k = grad f + grad div p_k: the steps read grad f, not f, so a schedule that stores grad f
   // keeps every load of a step a plain one (f one column past the image is a clamped read).
   tv.image_gradient = Func("tv_image_gradient");
   tv.image_gradient(w, h, c, b) = Tuple(select(w < width - 1, f(w + 1, h, c, b) - f(w, h, c, b), zero),
                                         select(h < height - 1, f(w, h + 1, c, b) - f(w, h, c, b), zero));
+  const auto step = [&](const Expr &pw, const Expr &ph, const Expr &gw, const Expr &gh) {
+    const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(gw * gw + gh * gh));
+    return Tuple((pw - tau * gw) * inv_scale, (ph - tau * gh) * inv_scale);
+  };
+
+  // The dual is stored with a one-pixel border that no step writes, 0 there as skimage's "p = 0
+  // outside the image", so every access is a plain neighbour load. Step 0 reads p_0 = 0: it is an
+  // update of its own that reads no dual, and the second update runs steps 1 .. n - 2.
+  Func p("tv_dual");
+  p(w, h, c, b, s) = Tuple(zero, zero);
+  tv.first_step = RDom(0, width, 0, height, "tv_first_step");
+  const RVar x0 = tv.first_step.x, y0 = tv.first_step.y;
+  p(x0, y0, c, b, 1) = step(zero, zero, tv.image_gradient(x0, y0, c, b)[0], tv.image_gradient(x0, y0, c, b)[1]);
+  tv.steps = RDom(0, width, 0, height, 1, max(iterations - 2, 0), "tv_step");
+  const RVar x = tv.steps.x, y = tv.steps.y, k = tv.steps.z;
+  const Expr read = k % 2;
+  auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
+  auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
   auto div_p = [&](Expr xx, Expr yy) { return divergence_at(pw, ph, xx, yy); };
   const Expr div_here = div_p(x, y);
   const Expr gw = select(x < width - 1, tv.image_gradient(x, y, c, b)[0] + (div_p(x + 1, y) - div_here), zero);
   const Expr gh = select(y < height - 1, tv.image_gradient(x, y, c, b)[1] + (div_p(x, y + 1) - div_here), zero);
-  const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(gw * gw + gh * gh));
-  p(x, y, c, b, (k + 1) % 2) = Tuple((pw(x, y) - tau * gw) * inv_scale, (ph(x, y) - tau * gh) * inv_scale);
+  p(x, y, c, b, (k + 1) % 2) = step(pw(x, y), ph(x, y), gw, gh);
   tv.dual = p;
 
   const Expr last = max(iterations - 1, 0) % 2;

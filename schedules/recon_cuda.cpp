@@ -19,20 +19,24 @@ void schedule_tv(const alg::TvChambolle &tv, Func out, const ReconCudaKnobs &k) 
   Func dual = tv.dual;
   dual.compute_root();
   gpu_tile_image(dual, k.block_w, k.block_h);
-  const RVar x = tv.steps.x, y = tv.steps.y, step = tv.steps.z;
   Var c = arg(dual, 2), b = arg(dual, 3), cb("cb");
-  RVar xy("xy"), xyo("xyo"), xyi("xyi");
-  // Step k reads slot k % 2 and writes the other, so the pixels of one step are independent. The
-  // pixels of an image are one fused loop (Halide cannot prove the steps' RVars reorderable, so
-  // x and y keep their order); the step loop runs on the host, one launch per step.
-  dual.update()
-      .allow_race_conditions()
-      .fuse(x, y, xy)
-      .reorder(xy, c, b, step)
-      .fuse(c, b, cb)
-      .split(xy, xyo, xyi, k.block_w * k.block_h, TailStrategy::GuardWithIf)
-      .gpu_threads(xyi)
-      .gpu_blocks(xyo, cb);
+  // The pixels of an image are one fused loop of threads (Halide cannot prove the steps' RVars
+  // reorderable, so x and y keep their order).
+  const auto pixels_in_threads = [&](Stage update, RVar x, RVar y, std::vector<VarOrRVar> outer) {
+    RVar xy("xy"), xyo("xyo"), xyi("xyi");
+    std::vector<VarOrRVar> order{xy, c, b};
+    order.insert(order.end(), outer.begin(), outer.end());
+    return update.fuse(x, y, xy)
+        .reorder(order)
+        .fuse(c, b, cb)
+        .split(xy, xyo, xyi, k.block_w * k.block_h, TailStrategy::GuardWithIf)
+        .gpu_threads(xyi)
+        .gpu_blocks(xyo, cb);
+  };
+  pixels_in_threads(dual.update(0), tv.first_step.x, tv.first_step.y, {});
+  // Step k reads slot k % 2 and writes the other, so the pixels of one step are independent; the
+  // step loop runs on the host, one launch per step.
+  pixels_in_threads(dual.update(1).allow_race_conditions(), tv.steps.x, tv.steps.y, {tv.steps.z});
 }
 
 void schedule_root(Func f, const ReconCudaKnobs &k) {
