@@ -1,14 +1,14 @@
 // CPU-vector schedules of the reconstruction family.
 //
-// One task per (band, batch) image: the image being denoised and both slots of the dual (5 planes,
-// 1.25 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
+// One task per (band, batch) image: the image's gradient and both slots of the dual (6 planes,
+// 1.5 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
 // with rows vectorized along width. The cube-sized data step is computed into the task's image, so
 // one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. A TV step is
-// bound by its 13 loads and 2 stores per vector more than by its ~30 vector operations (one sqrt,
+// bound by its 12 loads and 2 stores per vector more than by its ~30 vector operations (one sqrt,
 // one reciprocal): docs/performance-notes.md.
 //
-// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 3.11 ms; ADMM-TV 3.58 ms (vectorial TV 7.62 ms); TV 2.81 ms
-// (vectorial 6.14 ms, 2.2x per band); 2-core AMD EPYC (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24.
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 3.07 ms; ADMM-TV 3.35 ms (vectorial TV 8.23 ms); TV 2.51 ms
+// (vectorial 5.87 ms, 2.3x per band); 2-core AMD EPYC (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
