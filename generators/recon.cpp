@@ -49,13 +49,16 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
 
   // The dual is stored with a one-pixel border that no step writes, 0 there as skimage's "p = 0
   // outside the image", so every access is a plain neighbour load. Step 0 reads p_0 = 0: it is an
-  // update of its own that reads no dual, and the second update runs steps 1 .. n - 2.
+  // update of its own that reads no dual, and the second update runs steps 1 .. n - 2. Bounds
+  // inference sees an update's rows whatever its step count, so an update without steps has no
+  // rows: n = 1 (out = f, the vectorial GAP-TV / ADMM-TV data step) computes no image gradient.
+  const auto rows_for = [&](const Expr &steps) { return select(steps > 0, height, 0); };
   Func p("tv_dual");
   p(w, h, c, b, s) = Tuple(zero, zero);
-  tv.first_step = RDom(0, width, 0, height, "tv_first_step");
+  tv.first_step = RDom(0, width, 0, rows_for(iterations - 1), "tv_first_step");
   const RVar x0 = tv.first_step.x, y0 = tv.first_step.y;
   p(x0, y0, c, b, 1) = step(zero, zero, tv.image_gradient(x0, y0, c, b)[0], tv.image_gradient(x0, y0, c, b)[1]);
-  tv.steps = RDom(0, width, 0, height, 1, max(iterations - 2, 0), "tv_step");
+  tv.steps = RDom(0, width, 0, rows_for(iterations - 2), 1, max(iterations - 2, 0), "tv_step");
   const RVar x = tv.steps.x, y = tv.steps.y, k = tv.steps.z;
   const Expr read = k % 2;
   auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
