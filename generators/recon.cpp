@@ -21,6 +21,23 @@ Expr reciprocal(const Expr &s) {
   return r * (2 - s * r);
 }
 
+// grad f(w, h, c, b) by forward differences, 0 on the last column / row (skimage's gradient).
+Tuple forward_gradient(Func f, const Expr &width, const Expr &height) {
+  const Expr zero = cast(value_type(f), 0);
+  return Tuple(select(w < width - 1, f(w + 1, h, c, b) - f(w, h, c, b), zero),
+               select(h < height - 1, f(w, h + 1, c, b) - f(w, h, c, b), zero));
+}
+
+// One Chambolle step of a dual p = (pw, ph) along the gradient g = (gw, gh), tau = 1/4:
+// (p - tau g) / (1 + tau / weight * sqrt(norm_sq)), where norm_sq is |g|^2 (per band) or its sum
+// over the bands (vectorial).
+Tuple chambolle_step(const Expr &pw, const Expr &ph, const Expr &gw, const Expr &gh, const Expr &norm_sq,
+                     const Expr &weight) {
+  const Expr tau = cast(gw.type(), Expr(0.25f));
+  const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(norm_sq));
+  return Tuple((pw - tau * gw) * inv_scale, (ph - tau * gh) * inv_scale);
+}
+
 // p(x, y) of a dual stored with a one-pixel border (see TvVectorialStep).
 auto unbordered(Func bordered) {
   return [bordered](const Expr &x, const Expr &y) { return bordered(x + 1, y + 1, c, b); };
@@ -30,7 +47,7 @@ auto unbordered(Func bordered) {
 TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr iterations) {
   TvChambolle tv;
   const Type t = value_type(image);
-  const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
+  const Expr zero = cast(t, 0);
   // The image is read one pixel past its last row and column, where the gradient is 0 whatever
   // is read: repeat the edge so those reads stay inside the computed image.
   tv.image = Func("tv_image");
@@ -40,11 +57,9 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   // grad u_k = grad f + grad div p_k: the steps read grad f, not f, so a schedule that stores grad f
   // keeps every load of a step a plain one (f one column past the image is a clamped read).
   tv.image_gradient = Func("tv_image_gradient");
-  tv.image_gradient(w, h, c, b) = Tuple(select(w < width - 1, f(w + 1, h, c, b) - f(w, h, c, b), zero),
-                                        select(h < height - 1, f(w, h + 1, c, b) - f(w, h, c, b), zero));
+  tv.image_gradient(w, h, c, b) = forward_gradient(f, width, height);
   const auto step = [&](const Expr &pw, const Expr &ph, const Expr &gw, const Expr &gh) {
-    const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(gw * gw + gh * gh));
-    return Tuple((pw - tau * gw) * inv_scale, (ph - tau * gh) * inv_scale);
+    return chambolle_step(pw, ph, gw, gh, gw * gw + gh * gh, weight);
   };
 
   // The dual is stored with a one-pixel border that no step writes, 0 there as skimage's "p = 0
@@ -83,7 +98,7 @@ TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p
                                   Expr bands, Expr weight) {
   TvVectorialStep tv;
   const Type t = value_type(image);
-  const Expr zero = cast(t, 0), tau = cast(t, Expr(0.25f));
+  const Expr zero = cast(t, 0);
   tv.first = first;
   tv.image = BoundaryConditions::repeat_edge(image, {{0, width}, {0, height}});
   const auto read_pw = unbordered(bordered_p_w), read_ph = unbordered(bordered_p_h);
@@ -92,17 +107,15 @@ TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p
   tv.primal = Func("tv_primal");
   tv.primal(w, h, c, b) = tv.image(w, h, c, b) + divergence_at(pw, ph, w, h);
   Func grad("tv_gradient");
-  grad(w, h, c, b) = Tuple(select(w < width - 1, tv.primal(w + 1, h, c, b) - tv.primal(w, h, c, b), zero),
-                           select(h < height - 1, tv.primal(w, h + 1, c, b) - tv.primal(w, h, c, b), zero));
+  grad(w, h, c, b) = forward_gradient(tv.primal, width, height);
   tv.bands = RDom(0, bands, "band");
   tv.norm_sq = Func("tv_norm_sq");
   tv.norm_sq(w, h, b) = zero;
   const Expr gw = grad(w, h, tv.bands, b)[0], gh = grad(w, h, tv.bands, b)[1];
   tv.norm_sq(w, h, b) += gw * gw + gh * gh;
-  const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(tv.norm_sq(w, h, b)));
   tv.next = Func("tv_dual_next");
   tv.next(w, h, c, b) =
-      Tuple((pw(w, h) - tau * grad(w, h, c, b)[0]) * inv_scale, (ph(w, h) - tau * grad(w, h, c, b)[1]) * inv_scale);
+      chambolle_step(pw(w, h), ph(w, h), grad(w, h, c, b)[0], grad(w, h, c, b)[1], tv.norm_sq(w, h, b), weight);
   return tv;
 }
 

@@ -33,8 +33,8 @@ Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const Rec
       .align_storage(width, lanes)
       .align_bounds(width, lanes)
       .vectorize(width, lanes, TailStrategy::GuardWithIf);
-  // Step k reads slot k % 2 and writes the other: vectors along a row never overlap what they read.
   dual.update(0).vectorize(tv.first_step.x, lanes, TailStrategy::GuardWithIf);
+  // Step k reads slot k % 2 and writes the other: vectors along a row never overlap what they read.
   dual.update(1).allow_race_conditions().vectorize(tv.steps.x, lanes, TailStrategy::GuardWithIf);
   // grad f once per task: the steps then read no clamped neighbour of f (docs/performance-notes.md).
   Func image_gradient = tv.image_gradient;
