@@ -32,13 +32,9 @@ BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, Type result, 
   // f at (ws, hs), zero outside the band image. Clamps and conditions only where an index can
   // leave the image, so that rows stay dense vector loads: along width only w moves (and only
   // when the axis is width), along height only h does.
-  auto at = [&](const Expr &ws, const Expr &hs, const Expr &c, bool w_moves) {
-    Expr inside = hs >= 0 && hs < g.height;
-    Expr wc = ws;
-    if (w_moves) {
-      inside = inside && (g.axis != 0 || (ws >= 0 && ws < g.width));
-      wc = select(g.axis == 0, clamp(ws, 0, g.width - 1), ws);
-    }
+  auto at = [&](const Expr &ws, const Expr &hs, const Expr &c) {
+    Expr inside = hs >= 0 && hs < g.height && (g.axis != 0 || (ws >= 0 && ws < g.width));
+    Expr wc = select(g.axis == 0, clamp(ws, 0, g.width - 1), ws);
     return select(inside, f(args({wc, clamp(hs, 0, g.height - 1), c})), cast(acc, 0));
   };
 
@@ -47,18 +43,53 @@ BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, Type result, 
   s.bands = RDom(0, g.bands, name + "_c");
   s.gather = Func(name + "_gather");
   s.gather(args({w, h})) = cast(acc, 0);
-  s.gather(args({w, h})) += at(w - g.shift_w(s.bands), h - g.shift_h(s.bands), s.bands, true);
+  s.gather(args({w, h})) += at(w - g.shift_w(s.bands), h - g.shift_h(s.bands), s.bands);
   s.sum = Func(name);
   if (form == BandSumForm::gather) {
     s.sum(args({w, h})) = cast(t, s.gather(args({w, h})));
     return s;
   }
-  s.row_and_band = RDom(0, g.width, 0, g.bands, name + "_wc");
-  const RVar rw = s.row_and_band.x, rc = s.row_and_band.y;
+  // The scatter, used only when the axis is width. Bands in groups of kBandsPerScatterGroup. Band G k + i sits i S columns after its group's
+  // first band, so in the group's own columns u (measurement column o_{G k} + u) the group adds
+  // its bands at u - i S in registers and the row of sums is loaded and stored once per group,
+  // not once per band. Where every band of the group is inside its image (u in [a, b)) the loads
+  // are dense; each band's columns outside that interior, and the bands after the last whole
+  // group, are added one band at a time.
+  // Rows are not displaced: h >= H never occurs (the clamp keeps bounds inference in the image).
+  auto band_row = [&](const Expr &ws, const Expr &c) { return f(args({ws, clamp(h, 0, g.height - 1), c})); };
+  const int group = kBandsPerScatterGroup;
+  const Expr grouped = g.bands / group * group;  // bands in whole groups
+  const Expr reach = (group - 1) * g.step;      // the group's last band, from its first
+  const Expr a = max(0, reach), b = max(a, g.width + min(0, reach));
+  // Band c's columns [0, W) are [0, left(c)) before the interior, [left(c), right(c)) in it.
+  auto left = [&](const Expr &c) { return clamp(a - c % group * g.step, 0, g.width); };
+  auto right = [&](const Expr &c) { return clamp(b - c % group * g.step, left(c), g.width); };
+  Var u("u"), k("k");
+  Func group_sum(name + "_group");
+  // Inside the image wherever the update runs; the promise holds bounds inference there when
+  // the interior is empty (W < (G - 1) |S|), where the union over the bands would not.
+  auto interior_row = [&](int i) {
+    return band_row(unsafe_promise_clamped(u - i * g.step, 0, g.width - 1), group * k + i);
+  };
+  Expr terms = interior_row(0);
+  for (int i = 1; i < group; i++) terms += interior_row(i);
+  group_sum(args({u, h, k})) = terms;
+
   s.scatter = Func(name + "_scatter");
   s.scatter(args({w, h})) = cast(acc, 0);
-  // Used only when the axis is width: rows are not displaced, and h >= H never occurs.
-  s.scatter(args({rw + g.offset(rc), h})) += at(rw, h, rc, false);
+  RDom interior(a, b - a, 0, g.bands / group, name + "_uk");
+  s.scatter(args({interior.x + g.offset(group * interior.y), h})) += group_sum(args({interior.x, h, interior.y}));
+  const Expr edge = min(abs(reach), g.width);
+  RDom left_edges(0, edge, 0, grouped, name + "_left");
+  left_edges.where(left_edges.x < left(left_edges.y));
+  s.scatter(args({left_edges.x + g.offset(left_edges.y), h})) += band_row(left_edges.x, left_edges.y);
+  RDom right_edges(0, edge, 0, grouped, name + "_right");
+  Expr right_w = g.width - edge + right_edges.x;  // the last `edge` columns, so that bounds stay inside
+  right_edges.where(right_w >= right(right_edges.y));
+  s.scatter(args({right_w + g.offset(right_edges.y), h})) += band_row(right_w, right_edges.y);
+  RDom ungrouped(0, g.width, grouped, g.bands - grouped, name + "_wc");
+  s.scatter(args({ungrouped.x + g.offset(ungrouped.y), h})) += band_row(ungrouped.x, ungrouped.y);
+  s.scatter_updates = {interior, left_edges, right_edges, ungrouped};
   s.sum(args({w, h})) = cast(t, select(g.axis == 0, s.scatter(args({w, h})), s.gather(args({w, h}))));
   return s;
 }

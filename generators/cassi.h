@@ -28,14 +28,18 @@ struct CassiGeometry {
 // sum_c f(w' - sw(c), h' - sh(c), c, rest...) over the bands, f zero outside the band image.
 // Two forms: `gather` reads, for each output, band c at its displaced position; for width
 // dispersion its vector loads are misaligned by a per-band amount and must be clamped, so CPUs
-// use `scatter` there: each row of band c added, densely, at offset o_c.
+// use `scatter` there: the rows of a group of bands added, densely, at the group's offset.
 enum class BandSumForm { gather, scatter_along_width };
+// Bands per group of the scatter form: 4 and 14 were slower at W4 (docs/performance-notes.md).
+constexpr int kBandsPerScatterGroup = 7;
 struct BandSum {
   Halide::Func gather;
   Halide::Func scatter;       // defined with BandSumForm::scatter_along_width only
   Halide::Func sum;           // gather, or scatter when the axis is width
   Halide::RDom bands;         // c of gather's update
-  Halide::RDom row_and_band;  // (w, c) of scatter's update
+  // The RDom of each scatter update, in order, all (column, band or group of bands): a group's
+  // interior, each band's columns before it and after it, the bands after the last whole group.
+  std::vector<Halide::RDom> scatter_updates;
   Halide::Expr axis;          // the geometry's axis, for schedules to specialize on
 };
 // f(w, h, c, rest...) -> sum(w', h', rest...), accumulated in f's type, rounded to `result`.

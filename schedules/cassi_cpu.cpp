@@ -25,9 +25,9 @@ Var schedule_cube_output(Func f, const Target &t, const CassiCpuKnobs &k) {
 }
 
 // Image-shaped outputs out(w, h, [b]) of a band sum: tasks of rows, rows vectorized. Width
-// dispersion scatters, band after band, the task's rows into a block of sums in L1/L2, so each
-// band is one sequential read; height dispersion gathers dense rows, one vector of sums in
-// registers (sum_per_vector) or a whole row at a time.
+// dispersion scatters, group of bands after group, the task's rows into a block of sums in L1/L2,
+// so each band is one sequential read; height dispersion gathers dense rows, one vector of sums
+// in registers (sum_per_vector) or a whole row at a time.
 void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const Target &t) {
   const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
   Var w = arg(out, 0), h = arg(out, 1);
@@ -45,12 +45,15 @@ void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const T
   out.specialize_fail("the dispersion axis must be 0 (width) or 1 (height)");
 
   s.scatter.compute_at(out, task).vectorize(arg(s.scatter, 0), lanes, TailStrategy::GuardWithIf);
-  // Vector lanes span w within one band, and w -> w + o_c is one-to-one: no two lanes write the
-  // same column (Halide cannot prove it through the offset expression).
-  s.scatter.update()
-      .reorder(s.row_and_band.x, arg(s.scatter, 1), s.row_and_band.y)
-      .allow_race_conditions()
-      .vectorize(s.row_and_band.x, lanes, TailStrategy::GuardWithIf);
+  // Vector lanes span columns of one band or group, and those land on distinct measurement
+  // columns: no two lanes write the same sum (Halide cannot prove it through the offsets).
+  for (size_t i = 0; i < s.scatter_updates.size(); i++) {
+    const RDom &r = s.scatter_updates[i];
+    s.scatter.update(i)
+        .reorder(r.x, arg(s.scatter, 1), r.y)
+        .allow_race_conditions()
+        .vectorize(r.x, lanes, TailStrategy::GuardWithIf);
+  }
   s.gather.compute_at(out, k.sum_per_vector ? wo : hi).vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
   s.gather.update().vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
 }
