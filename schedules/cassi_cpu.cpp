@@ -1,7 +1,7 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 6.76 ms (52% of BM_stream_read), Aᵀ 5.42 ms, A⁺ 5.91 ms, column-count inverse 6.29 ms
-// (67 / 61 / 58% of BM_stream_copy); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-24.
+// W4 A 4.52 ms (83% of BM_stream_read), Aᵀ 5.59 ms, A⁺ 5.92 ms, column-count inverse 6.07 ms
+// (67 / 63 / 62% of BM_stream_copy); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-24.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 

@@ -7,8 +7,8 @@
 // bound by its 12 loads and 2 stores per vector more than by its ~30 vector operations (one sqrt,
 // one reciprocal): docs/performance-notes.md.
 //
-// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 3.07 ms; ADMM-TV 3.35 ms (vectorial TV 8.23 ms); TV 2.51 ms
-// (vectorial 5.87 ms, 2.3x per band); 2-core AMD EPYC (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24.
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 2.93 ms; ADMM-TV 3.26 ms (vectorial TV 7.99 ms); TV 2.45 ms
+// (vectorial 7.33 ms, 3.0x per band); 2-core AMD EPYC (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
