@@ -67,10 +67,12 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   // update of its own that reads no dual, and the second update runs steps 1 .. n - 2. Bounds
   // inference sees an update's rows whatever its step count, so an update without steps has no
   // rows: n = 1 (out = f, the vectorial GAP-TV / ADMM-TV data step) computes no image gradient.
+  // Step 0 also runs inside a loop of one pass, or none when n = 1: a CUDA schedule keeps that loop
+  // on the host, so it launches nothing rather than a grid of no blocks, which CUDA rejects.
   const auto rows_for = [&](const Expr &steps) { return select(steps > 0, height, 0); };
   Func p("tv_dual");
   p(w, h, c, b, s) = Tuple(zero, zero);
-  tv.first_step = RDom(0, width, 0, rows_for(iterations - 1), "tv_first_step");
+  tv.first_step = RDom(0, width, 0, rows_for(iterations - 1), 0, select(iterations > 1, 1, 0), "tv_first_step");
   const RVar x0 = tv.first_step.x, y0 = tv.first_step.y;
   p(x0, y0, c, b, 1) = step(zero, zero, tv.image_gradient(x0, y0, c, b)[0], tv.image_gradient(x0, y0, c, b)[1]);
   tv.steps = RDom(0, width, 0, rows_for(iterations - 2), 1, max(iterations - 2, 0), "tv_step");

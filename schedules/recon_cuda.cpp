@@ -33,7 +33,7 @@ void schedule_tv(const alg::TvChambolle &tv, Func out, const ReconCudaKnobs &k) 
         .gpu_threads(xyi)
         .gpu_blocks(xyo, cb);
   };
-  pixels_in_threads(dual.update(0), tv.first_step.x, tv.first_step.y, {});
+  pixels_in_threads(dual.update(0), tv.first_step.x, tv.first_step.y, {tv.first_step.z});
   // Step k reads slot k % 2 and writes the other, so the pixels of one step are independent; the
   // step loop runs on the host, one launch per step.
   pixels_in_threads(dual.update(1).allow_race_conditions(), tv.steps.x, tv.steps.y, {tv.steps.z});
