@@ -15,7 +15,7 @@ void BM_dot(benchmark::State &state) {
   Array<float, 1> out({n});
   const auto a_in = place_input(a, D), b_in = place_input(b, D);
   const auto result = place_output(out, D);
-  for (auto _ : state) batched_dot(a_in.view(), b_in.view(), result.view(), {D});
+  time_calls<D>(state, [&] { batched_dot(a_in.view(), b_in.view(), result.view(), {D}); });
   set_compulsory_bytes(state, bytes_of(a) + bytes_of(b) + bytes_of(out));
 }
 HPIPE_BENCHMARK(
@@ -35,7 +35,7 @@ void BM_dot_transposed(benchmark::State &state) {
   const auto a = transposed_view(at_in), b = transposed_view(bt_in);
   Array<float, 1> out({n});
   const auto result = place_output(out, D);
-  for (auto _ : state) batched_dot(a, b, result.view(), {D});
+  time_calls<D>(state, [&] { batched_dot(a, b, result.view(), {D}); });
   set_compulsory_bytes(state, bytes_of(at) + bytes_of(bt) + bytes_of(out));
 }
 HPIPE_BENCHMARK(BM_dot_transposed, ->Args({500, 500})

@@ -46,8 +46,9 @@ void BM_gap_tv_step(benchmark::State &state) {
   const auto mask = place_input(b.mask, D), phi = place_input(b.phi, D);
   const auto x_out = place_output(x_next, D);
   const auto y1_out = place_output(y1_next, D);
-  for (auto _ : state)
+  time_calls<D>(state, [&] {
     gap_tv_step(x.view(), y1_in.view(), y.view(), mask.view(), phi.view(), b.params, x_out.view(), y1_out.view(), {D});
+  });
   const std::int64_t cube = bytes_of(b.x), small = b.fixed_bytes() + 2 * b.measurement_bytes();  // + y1, y1'
   report(state, 2 * cube + small, 3 * cube + small);
 }
@@ -61,8 +62,9 @@ void BM_admm_tv_step(benchmark::State &state) {
   const auto y = place_input(b.y, D);
   const auto mask = place_input(b.mask, D), phi = place_input(b.phi, D);
   const auto theta_out = place_output(theta_next, D), b_out = place_output(b_next, D);
-  for (auto _ : state)
+  time_calls<D>(state, [&] {
     admm_tv_step(x.view(), u.view(), y.view(), mask.view(), phi.view(), b.params, theta_out.view(), b_out.view(), {D});
+  });
   const std::int64_t cube = bytes_of(b.x), small = b.fixed_bytes();
   report(state, 4 * cube + small, 6 * cube + small);
 }
@@ -73,7 +75,7 @@ void BM_tv_denoise(benchmark::State &state) {
   Array<float, 4> out(b.x.shape());
   const auto x = place_input(b.x, D);
   const auto result = place_output(out, D);
-  for (auto _ : state) tv_denoise(x.view(), b.params.tv, result.view(), {D});
+  time_calls<D>(state, [&] { tv_denoise(x.view(), b.params.tv, result.view(), {D}); });
   report(state, 2 * bytes_of(b.x), 2 * bytes_of(b.x));
 }
 

@@ -51,18 +51,34 @@ Placed<T, Rank> place_output(Array<T, Rank> &host, Device device) {
   return {host, device};
 }
 
+// Times `call` once per iteration. A call on CUDA memory returns once its kernels are queued
+// (hpipe/device.h): on CUDA each iteration also waits for them, so that its time is the call's
+// whole latency, kernels and launch, as bench/torch_peers.py times PyTorch's calls.
+template <Device D, class Call>
+void time_calls(benchmark::State &state, Call call) {
+  for (auto _ : state) {
+    call();
+    if constexpr (D == Device::cuda) test::synchronize_cuda();
+  }
+}
+
 // Every kernel benchmark is a template over the Device and is registered twice by
 // HPIPE_BENCHMARK: `BM_x` runs on the CPU; `BM_cuda_x`, with its arrays in CUDA memory, is
-// registered by main() only where a GPU is usable (register_cuda_benchmarks()). Each hpipe call
-// with device memory returns once its kernels have finished, so wall time is kernel time plus launch.
+// registered by main() only where a GPU is usable (register_cuda_benchmarks()), as are those of
+// HPIPE_CUDA_BENCHMARK, which have no CPU twin.
 using BenchmarkFunction = void (*)(benchmark::State &);
 using Configure = void (*)(benchmark::internal::Benchmark *);
 int register_on_both(const char *name, BenchmarkFunction cpu, BenchmarkFunction cuda, Configure configure);
+int register_cuda_only(const char *name, BenchmarkFunction cuda, Configure configure);
 void register_cuda_benchmarks();
 
 #define HPIPE_BENCHMARK(fn, ...)                                                                 \
   [[maybe_unused]] const int fn##_registered =                                                   \
       ::hpipe::bench::register_on_both(#fn, fn<::hpipe::Device::cpu>, fn<::hpipe::Device::cuda>, \
                                        [](::benchmark::internal::Benchmark *b) { b __VA_ARGS__; })
+
+#define HPIPE_CUDA_BENCHMARK(fn, ...)                                                 \
+  [[maybe_unused]] const int fn##_registered = ::hpipe::bench::register_cuda_only( \
+      #fn, fn, [](::benchmark::internal::Benchmark *b) { b __VA_ARGS__; })
 
 }  // namespace hpipe::bench

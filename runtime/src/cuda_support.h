@@ -7,7 +7,8 @@ namespace hpipe::detail {
 
 // Makes `buffer` (host pointer null) refer to caller-owned device memory.
 void wrap_device_pointer(void *context, halide_buffer_t *buffer, void *device_pointer);
-// After a CUDA kernel: copy a host-memory output back, or wait for a device-memory output.
+// After a CUDA kernel: copy a host-memory output back (waiting for the kernels first); a
+// device-memory output needs nothing, since calls on CUDA memory are stream-ordered.
 int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_device_memory);
 // Frees hpipe's device copy of a host-memory buffer, or detaches a caller's device memory.
 void release_device(void *context, halide_buffer_t *buffer, bool caller_device_memory);

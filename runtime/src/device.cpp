@@ -242,7 +242,11 @@ void wrap_device_pointer(void *context, halide_buffer_t *buffer, void *device_po
     throw Error("hpipe: could not wrap a CUDA device pointer (Halide error " + std::to_string(err) + ")");
 }
 int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_device_memory) {
-  return caller_device_memory ? halide_device_sync(context, buffer) : halide_copy_to_host(context, buffer);
+  if (caller_device_memory) return 0;  // stream-ordered: later work on the stream sees the result
+  // The copy to the host runs on the default stream, which does not wait for a caller's stream.
+  if (static_cast<CallContext *>(context)->cuda_stream)
+    if (const int status = halide_device_sync(context, buffer)) return status;
+  return halide_copy_to_host(context, buffer);
 }
 void release_device(void *context, halide_buffer_t *buffer, bool caller_device_memory) {
   if (caller_device_memory) {

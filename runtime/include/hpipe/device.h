@@ -16,6 +16,12 @@ struct Options {
   // CUDA stream (a CUstream) to run on; nullptr is the context's default stream. hpipe runs in
   // the calling thread's current CUDA context when it has one (e.g. the CUDA runtime's primary
   // context that PyTorch and cudaMalloc use), else in device 0's primary context.
+  // A call whose outputs are in CUDA memory is stream-ordered, as cuBLAS and PyTorch calls are:
+  // it returns once its kernels are queued on this stream, and its results are there for later
+  // work on the stream; the host waits for them with cuStreamSynchronize / cudaStreamSynchronize
+  // (a blocking copy on the default stream also waits, when this is the default stream). Errors
+  // raised while the kernels run surface at that synchronisation. A call with outputs in host
+  // memory returns with them written.
   void *cuda_stream = nullptr;
 };
 
