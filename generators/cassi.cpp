@@ -107,6 +107,7 @@ CassiForward cassi_forward(Func x, Func mask, const CassiGeometry &g, BandSumFor
 
 CassiAdjoint cassi_adjoint(Func y, Func mask, const CassiGeometry &g) {
   CassiAdjoint op;
+  op.axis = g.axis;
   op.x = Func("x");
   op.x(w, h, c, b) = mask(w, h, c) * y(w + g.shift_w(c), h + g.shift_h(c), b);
   return op;
@@ -144,6 +145,7 @@ CassiPinvAlpha cassi_pinv_alpha(Func y, Func mask, const CassiGeometry &g) {
   Expr hi = min(g.bands - 1, select(s == 0, g.bands - 1, along / max(s, 1)));
   Expr lo = max(0, select(s == 0, 0, (along - extent + s) / max(s, 1)));
   CassiPinvAlpha op;
+  op.axis = g.axis;
   op.alpha = Func("alpha");
   op.alpha(along) = max(hi - lo + 1, 1);
   op.normalized = Func("normalized");
@@ -159,6 +161,7 @@ CassiPinvAlpha cassi_pinv_alpha(Func y, Func mask, const CassiGeometry &g) {
 CassiShift cassi_shift(Func x, const CassiGeometry &g) {
   Func inside = zero_outside(x, g);
   CassiShift op;
+  op.axis = g.axis;
   op.out = Func("shifted");
   op.out(w, h, c, b) = inside(w - g.shift_w(c), h - g.shift_h(c), c, b);
   return op;
@@ -166,6 +169,7 @@ CassiShift cassi_shift(Func x, const CassiGeometry &g) {
 
 CassiShift cassi_shift_back(Func x, const CassiGeometry &g) {
   CassiShift op;
+  op.axis = g.axis;
   op.out = Func("unshifted");
   op.out(w, h, c, b) = x(w + g.shift_w(c), h + g.shift_h(c), c, b);
   return op;

@@ -64,7 +64,8 @@ struct CassiForward {
 CassiForward cassi_forward(Halide::Func x, Halide::Func mask, const CassiGeometry &g, BandSumForm form);
 
 struct CassiAdjoint {
-  Halide::Func x;  // x(w, h, c, b) = m(w, h, c) * y(w + sw(c), h + sh(c), b)
+  Halide::Func x;     // x(w, h, c, b) = m(w, h, c) * y(w + sw(c), h + sh(c), b)
+  Halide::Expr axis;  // the geometry's axis, for schedules to specialize on
 };
 CassiAdjoint cassi_adjoint(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
 
@@ -86,11 +87,13 @@ struct CassiPinvAlpha {
   Halide::Func normalized;    // y / alpha
   Halide::Func mask_inverse;  // 1 / m, and 0 where m == 0 (nothing was measured there)
   Halide::Func x;             // crop of normalized times mask_inverse
+  Halide::Expr axis;          // the geometry's axis, for schedules to specialize on
 };
 CassiPinvAlpha cassi_pinv_alpha(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
 
 struct CassiShift {
-  Halide::Func out;  // shift: out(w', h', c, b) = x(w' - sw(c), h' - sh(c), c, b), zero outside
+  Halide::Func out;   // shift: out(w', h', c, b) = x(w' - sw(c), h' - sh(c), c, b), zero outside
+  Halide::Expr axis;  // the geometry's axis, for schedules to specialize on
 };
 CassiShift cassi_shift(Halide::Func x, const CassiGeometry &g);
 CassiShift cassi_shift_back(Halide::Func x, const CassiGeometry &g);  // crop: in(w + sw(c), ...)

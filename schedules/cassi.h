@@ -23,13 +23,19 @@ struct CassiCpuKnobs {
 struct CassiCudaKnobs {
   int block_w = 32;  // threads of a block along width
   int block_h = 8;   // ... along height
+  // Bands a thread handles in one unrolled step, so that their loads are in flight together: a band
+  // sum's step, or the bands of its pixel that a thread writes into a cube.
+  int bands_per_thread = 7;
 
   template <class F>
   void visit(F &&f) {
     f("block_w", block_w, Candidates{16, 32, 64, 128});
     f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
+    f("bands_per_thread", bands_per_thread, Candidates{1, 2, 4, 7, 8});
   }
-  bool valid() const { return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024; }
+  bool valid() const {
+    return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1;
+  }
 };
 
 // sum_per_vector places the band sum's accumulator: ops without a band sum ignore it.
@@ -59,6 +65,14 @@ void schedule_cuda(alg::CassiPhi op, const Halide::Target &t, const CassiCudaKno
 void schedule_cuda(alg::CassiPinv op, const Halide::Target &t, const CassiCudaKnobs &k);
 void schedule_cuda(alg::CassiPinvAlpha op, const Halide::Target &t, const CassiCudaKnobs &k);
 void schedule_cuda(alg::CassiShift op, const Halide::Target &t, const CassiCudaKnobs &k);
+
+// Gives each dispersion axis its own code, with the other axis's offsets folded away; both get
+// the schedule `f` has at the time of the call.
+inline void specialize_on_axis(Halide::Func f, const Halide::Expr &axis) {
+  f.specialize(axis == 0);
+  f.specialize(axis == 1);
+  f.specialize_fail("the dispersion axis must be 0 (width) or 1 (height)");
+}
 
 // The knob structs each backend of the family reads (used by the generators and the tuner).
 struct CassiKnobs {

@@ -39,10 +39,7 @@ void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const T
     task = ho;
   }
   out.parallel(task).split(w, wo, wi, lanes, TailStrategy::GuardWithIf).vectorize(wi);
-  // Each axis gets its own code with the other's offsets folded away.
-  out.specialize(s.axis == 0);
-  out.specialize(s.axis == 1);
-  out.specialize_fail("the dispersion axis must be 0 (width) or 1 (height)");
+  specialize_on_axis(out, s.axis);
 
   s.scatter.compute_at(out, task).vectorize(arg(s.scatter, 0), lanes, TailStrategy::GuardWithIf);
   // Vector lanes span columns of one band or group, and those land on distinct measurement
