@@ -4,10 +4,10 @@
 set -eu
 # The hpipe tool reads MATLAB, HDF5 and TIFF through matio, libhdf5 and libtiff; its tests make their
 # fixtures as the Python tools do (scipy.io.savemat, h5py, tifffile). The Python module needs
-# pybind11 and the headers of Debian's python3; its tests NumPy, SciPy, PyTorch and pytest.
+# pybind11 and the headers of Debian's python3; its tests NumPy, SciPy, mpmath, PyTorch and pytest.
 packages="cmake ninja-build g++ make pkg-config libhalide14-0-dev libgtest-dev libbenchmark-dev libpng-dev
 libmatio-dev libhdf5-dev libtiff-dev python3-dev pybind11-dev python3-numpy python3-scipy python3-h5py
-python3-tifffile python3-pytest python3-torch
+python3-tifffile python3-pytest python3-torch python3-mpmath
 python3-dask python3-distributed python3-psutil python3-zarr"
 missing=""
 for p in $packages; do

@@ -10,7 +10,10 @@ def cuda_stream(array, device_id):
         import torch
 
         current = torch.cuda.current_device()
-        stream = torch.cuda.current_stream(device_id).cuda_stream
+        # The raw stream, as torch's own compiled kernels ask for it: current_stream() builds a
+        # Stream object (several us, a large part of a small call).
+        raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        stream = raw_stream(device_id) if raw_stream else torch.cuda.current_stream(device_id).cuda_stream
     elif library == "cupy":
         import cupy
 

@@ -34,7 +34,8 @@ std::string memory_string(Memory memory, int device_id) {
 
 // The CUDA stream hpipe runs on for an array of the caller's library (its current stream).
 std::intptr_t consumer_stream(py::handle object, int device_id) {
-  return py::module_::import("hpipe._arrays").attr("cuda_stream")(object, device_id).cast<std::intptr_t>();
+  static const py::handle cuda_stream = py::object(py::module_::import("hpipe._arrays").attr("cuda_stream")).release();
+  return cuda_stream(object, device_id).cast<std::intptr_t>();
 }
 
 }  // namespace
@@ -95,16 +96,18 @@ PyObject *attribute(PyObject *object, PyObject *name) {
   return value;
 }
 
-// A host torch.Tensor that does not require grad (such a one __dlpack__ refuses, and is left to
-// it) is read from its own attributes: torch 1.13's Tensor.__dlpack__ and __dlpack_device__ are
-// Python code, about 4 us a call together, most of a small call's cost; data_ptr, shape and
-// stride() are C (0.3 us), read through the C API with interned names (pybind11's attr() builds
-// the name's string on every call). The torch objects are looked up once torch is imported and
-// never released (they outlive the module). Returns false for anything else.
+// A host or CUDA torch.Tensor that does not require grad (such a one __dlpack__ refuses, and is
+// left to it) is read from its own attributes: Tensor.__dlpack__ and __dlpack_device__ are Python
+// code, about 4 us a call together with torch 1.13 and some 20 us a CUDA tensor with torch 2.11
+// (hpipe.exp(x, out=y) on an H100: 63 -> 12 us queued), most of a small call's cost; data_ptr, shape, stride() and
+// get_device() are C (0.3 us), read through the C API with interned names (pybind11's attr()
+// builds the name's string on every call). The torch objects are looked up once torch is imported
+// and never released (they outlive the module). Returns false for anything else.
 template <class TypeError>
-bool read_torch_host(py::handle object, Operand &a, const TypeError &type_error) {
+bool read_torch(py::handle object, Operand &a, const TypeError &type_error) {
   static py::handle tensor_type, float32, float64;
-  static PyObject *is_cpu, *requires_grad, *dtype_name, *shape_name, *stride_name, *data_ptr_name;
+  static PyObject *is_cpu, *is_cuda, *get_device, *requires_grad, *dtype_name, *shape_name, *stride_name,
+      *data_ptr_name;
   if (!tensor_type) {
     const py::dict modules = py::module_::import("sys").attr("modules");
     if (!modules.contains("torch")) return false;
@@ -113,6 +116,8 @@ bool read_torch_host(py::handle object, Operand &a, const TypeError &type_error)
     float32 = py::object(torch.attr("float32")).release();
     float64 = py::object(torch.attr("float64")).release();
     is_cpu = PyUnicode_InternFromString("is_cpu");
+    is_cuda = PyUnicode_InternFromString("is_cuda");
+    get_device = PyUnicode_InternFromString("get_device");
     requires_grad = PyUnicode_InternFromString("requires_grad");
     dtype_name = PyUnicode_InternFromString("dtype");
     shape_name = PyUnicode_InternFromString("shape");
@@ -125,7 +130,18 @@ bool read_torch_host(py::handle object, Operand &a, const TypeError &type_error)
     const py::object value = py::reinterpret_steal<py::object>(attribute(tensor, name));
     return value.ptr() == Py_True;
   };
-  if (!flag(is_cpu) || flag(requires_grad)) return false;
+  if (flag(requires_grad)) return false;
+  if (flag(is_cuda)) {
+    const py::object device = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, get_device));
+    if (!device || !PyLong_Check(device.ptr())) {
+      PyErr_Clear();
+      return false;
+    }
+    a.memory = Memory::cuda;
+    a.device_id = static_cast<int>(PyLong_AsLong(device.ptr()));
+  } else if (!flag(is_cpu)) {
+    return false;
+  }
   const py::object dtype = py::reinterpret_steal<py::object>(attribute(tensor, dtype_name));
   if (!dtype.is(float32) && !dtype.is(float64))
     type_error("expected float32 or float64, got " + std::string(py::str(dtype)).substr(6));  // after "torch."
@@ -155,7 +171,9 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
   if (py::isinstance<py::array>(object)) {
     const auto *array = py::detail::array_proxy(object.ptr());
     const auto *descr = py::detail::array_descriptor_proxy(array->descr);
-    if (descr->kind != 'f' || (descr->elsize != 4 && descr->elsize != 8))
+    // The dtype by its number: the descriptor's layout past type_num differs between NumPy 1 and 2.
+    const int type = descr->type_num;
+    if (type != py::detail::npy_api::NPY_FLOAT_ && type != py::detail::npy_api::NPY_DOUBLE_)
       type_error(name, "expected float32 or float64, got " + std::string(py::str(object.attr("dtype"))));
     if (descr->byteorder == '>')
       type_error(name, "expected native byte order, got " + std::string(py::str(object.attr("dtype"))) +
@@ -165,20 +183,21 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
     if (array->nd > kMaxRank)
       value_error(name,
                   "has " + std::to_string(array->nd) + " dimensions; hpipe takes at most " + std::to_string(kMaxRank));
-    itemsize = static_cast<std::size_t>(descr->elsize);
+    itemsize = type == py::detail::npy_api::NPY_FLOAT_ ? 4 : 8;
     a.numpy = true;
     a.dtype = itemsize == 4 ? DType::f32 : DType::f64;
     a.data = array->data;
     a.rank = array->nd;
     for (int d = 0; d < a.rank; d++) {
-      if (array->strides[d] % descr->elsize != 0)
+      if (array->strides[d] % static_cast<Py_ssize_t>(itemsize) != 0)
         type_error(name, "strides in bytes must be multiples of the element size " + std::to_string(itemsize) +
                              ", got " + std::to_string(array->strides[d]) + " in dimension " + std::to_string(d));
       a.shape[d] = array->dimensions[d];
-      a.strides[d] = array->strides[d] / descr->elsize;
+      a.strides[d] = array->strides[d] / static_cast<Py_ssize_t>(itemsize);
     }
-  } else if (read_torch_host(object, a, [&](const std::string &what) { type_error(name, what); })) {
+  } else if (read_torch(object, a, [&](const std::string &what) { type_error(name, what); })) {
     itemsize = a.dtype == DType::f32 ? 4 : 8;
+    if (a.memory == Memory::cuda) a.stream = stream_for(object, a.device_id);
   } else if (py::hasattr(object, "__dlpack__")) {
     const auto device = object.attr("__dlpack_device__")().cast<std::pair<int, int>>();
     a.device_id = device.second;
@@ -187,7 +206,7 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
       a.memory = Memory::host;
     } else if (device.first == kDLCUDA || device.first == kDLCUDAManaged) {
       a.memory = Memory::cuda;
-      a.stream = consumer_stream(object, a.device_id);
+      a.stream = stream_for(object, a.device_id);
       // DLPack's stream numbers: 1 is the legacy default stream (0 is ambiguous, not allowed).
       stream = py::int_(a.stream ? a.stream : 1);
     } else {
@@ -229,6 +248,11 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
   return a;
 }
 
+std::intptr_t Call::stream_for(py::handle object, int device_id) {
+  if (!stream_.has_value()) stream_ = consumer_stream(object, device_id);
+  return *stream_;
+}
+
 void Call::match_first(const Operand &a, const char *name) {
   if (!have_first_) {
     have_first_ = true;
@@ -250,9 +274,22 @@ void Call::match_first(const Operand &a, const char *name) {
 }
 
 Operand Call::input(py::handle object, const char *name) {
+  Operand a = input_any_layout(object, name);
+  dense_rows(a, name);
+  return a;
+}
+
+Operand Call::input_any_layout(py::handle object, const char *name) {
   Operand a = read(object, name, false);
   match_first(a, name);
   return a;
+}
+
+void Call::dense_rows(Operand &a, const char *name) {
+  if (a.memory != Memory::cuda || a.rank == 0 || a.shape[a.rank - 1] == 1 || a.strides[a.rank - 1] == 1) return;
+  if (!py::hasattr(a.object, "contiguous")) return;
+  const py::object dense = a.object.attr("contiguous")();
+  a = read(dense, name, false);
 }
 
 void Call::require_shape(const Operand &a, const char *name, const std::vector<std::int64_t> &shape) const {

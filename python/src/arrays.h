@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,14 @@ class Call {
   // An input. The first fixes the dtype, the memory (host or one CUDA device) and the kind of
   // new outputs; the others must match it.
   Operand input(py::handle object, const char *name);
+  // An input read as it is laid out, for an op that reads other layouts in place (batched_dot's
+  // transposed views); dense_rows() then makes the op's choice.
+  Operand input_any_layout(py::handle object, const char *name);
+  // A CUDA array whose innermost stride is not 1 (a transposed view, an expanded gradient),
+  // replaced by its library's dense copy (torch: contiguous(), on the call's stream): hpipe's CUDA
+  // kernels read rows densely. Host arrays are copied by the C++ call where needed; other
+  // libraries' arrays are left to its error, which names the argument.
+  void dense_rows(Operand &a, const char *name);
   // `out=`: the caller's writable array of the given shape (checked like an input), or with None a
   // new array of the first input's kind: NumPy (64-byte aligned, like hpipe::Array) or
   // `first.new_empty(shape)`.
@@ -88,6 +97,8 @@ class Call {
  private:
   Operand read(py::handle object, const char *name, bool writable);
   void match_first(const Operand &a, const char *name);
+  // The stream of the call: the current stream of the first CUDA array's library, asked once.
+  std::intptr_t stream_for(py::handle object, int device_id);
 
   const char *op_;  // a string literal
   Options options_;
@@ -98,6 +109,7 @@ class Call {
   bool first_numpy_ = true;
   Memory memory_ = Memory::host;
   int device_id_ = 0;
+  std::optional<std::intptr_t> stream_;
 };
 
 // Runs f(T{}) for the element type.

@@ -170,10 +170,19 @@ py::object cassi_shift_either(bool back, py::handle x_object, int step, const st
 
 py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_object, const std::string &device) {
   Call call("batched_dot", device);
-  const Operand a = call.input(a_object, "a");
+  // On CUDA, two transposed views are read in place (a kernel over columns); any other mix is
+  // read row by row.
+  Operand a = call.input_any_layout(a_object, "a");
   call.require_rank(a, "a", 2, "(N, K)");
-  const Operand b = call.input(b_object, "b");
+  Operand b = call.input_any_layout(b_object, "b");
   call.require_rank(b, "b", 2, "(N, K)");
+  const auto column_major = [](const Operand &o) {
+    return (o.strides[0] == 1 || o.shape[0] == 1) && o.strides[1] != 1 && o.shape[1] > 1;
+  };
+  if (!(column_major(a) && column_major(b))) {
+    call.dense_rows(a, "a");
+    call.dense_rows(b, "b");
+  }
   const Operand out = call.output(out_object, "out", {a.shape[0]});
   dispatch(call.dtype(), [&](auto zero) {
     using T = decltype(zero);
