@@ -77,8 +77,8 @@ void register_cuda_benchmarks();
       ::hpipe::bench::register_on_both(#fn, fn<::hpipe::Device::cpu>, fn<::hpipe::Device::cuda>, \
                                        [](::benchmark::internal::Benchmark *b) { b __VA_ARGS__; })
 
-#define HPIPE_CUDA_BENCHMARK(fn, ...)                                                 \
-  [[maybe_unused]] const int fn##_registered = ::hpipe::bench::register_cuda_only( \
-      #fn, fn, [](::benchmark::internal::Benchmark *b) { b __VA_ARGS__; })
+#define HPIPE_CUDA_BENCHMARK(fn, ...)          \
+  [[maybe_unused]] const int fn##_registered = \
+      ::hpipe::bench::register_cuda_only(#fn, fn, [](::benchmark::internal::Benchmark *b) { b __VA_ARGS__; })
 
 }  // namespace hpipe::bench

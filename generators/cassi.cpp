@@ -49,17 +49,16 @@ BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, Type result, 
     s.sum(args({w, h})) = cast(t, s.gather(args({w, h})));
     return s;
   }
-  // The scatter, used only when the axis is width. Bands in groups of kBandsPerScatterGroup. Band G k + i sits i S columns after its group's
-  // first band, so in the group's own columns u (measurement column o_{G k} + u) the group adds
-  // its bands at u - i S in registers and the row of sums is loaded and stored once per group,
-  // not once per band. Where every band of the group is inside its image (u in [a, b)) the loads
-  // are dense; each band's columns outside that interior, and the bands after the last whole
-  // group, are added one band at a time.
-  // Rows are not displaced: h >= H never occurs (the clamp keeps bounds inference in the image).
+  // The scatter, used only when the axis is width. Bands in groups of kBandsPerScatterGroup. Band G k + i sits i S
+  // columns after its group's first band, so in the group's own columns u (measurement column o_{G k} + u) the group
+  // adds its bands at u - i S in registers and the row of sums is loaded and stored once per group, not once per band.
+  // Where every band of the group is inside its image (u in [a, b)) the loads are dense; each band's columns outside
+  // that interior, and the bands after the last whole group, are added one band at a time. Rows are not displaced: h >=
+  // H never occurs (the clamp keeps bounds inference in the image).
   auto band_row = [&](const Expr &ws, const Expr &c) { return f(args({ws, clamp(h, 0, g.height - 1), c})); };
   const int group = kBandsPerScatterGroup;
   const Expr grouped = g.bands / group * group;  // bands in whole groups
-  const Expr reach = (group - 1) * g.step;      // the group's last band, from its first
+  const Expr reach = (group - 1) * g.step;       // the group's last band, from its first
   const Expr a = max(0, reach), b = max(a, g.width + min(0, reach));
   // Band c's columns [0, W) are [0, left(c)) before the interior, [left(c), right(c)) in it.
   auto left = [&](const Expr &c) { return clamp(a - c % group * g.step, 0, g.width); };

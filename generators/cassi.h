@@ -34,13 +34,13 @@ enum class BandSumForm { gather, scatter_along_width };
 constexpr int kBandsPerScatterGroup = 7;
 struct BandSum {
   Halide::Func gather;
-  Halide::Func scatter;       // defined with BandSumForm::scatter_along_width only
-  Halide::Func sum;           // gather, or scatter when the axis is width
-  Halide::RDom bands;         // c of gather's update
+  Halide::Func scatter;  // defined with BandSumForm::scatter_along_width only
+  Halide::Func sum;      // gather, or scatter when the axis is width
+  Halide::RDom bands;    // c of gather's update
   // The RDom of each scatter update, in order, all (column, band or group of bands): a group's
   // interior, each band's columns before it and after it, the bands after the last whole group.
   std::vector<Halide::RDom> scatter_updates;
-  Halide::Expr axis;          // the geometry's axis, for schedules to specialize on
+  Halide::Expr axis;  // the geometry's axis, for schedules to specialize on
 };
 // f(w, h, c, rest...) -> sum(w', h', rest...), accumulated in f's type, rounded to `result`.
 BandSum band_sum(Halide::Func f, const CassiGeometry &g, BandSumForm form, Halide::Type result,

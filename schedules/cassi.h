@@ -33,9 +33,7 @@ struct CassiCudaKnobs {
     f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
     f("bands_per_thread", bands_per_thread, Candidates{1, 2, 4, 7, 8});
   }
-  bool valid() const {
-    return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1;
-  }
+  bool valid() const { return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1; }
 };
 
 // sum_per_vector places the band sum's accumulator: ops without a band sum ignore it.

@@ -89,7 +89,7 @@ void schedule_cpu(alg::CassiPinvAlpha op, const Target &t, const CassiCpuKnobs &
   op.alpha.compute_root();
   Var mw = arg(op.mask_inverse, 0), mc = arg(op.mask_inverse, 2);
   op.mask_inverse.compute_root().parallel(mc).vectorize(mw, vector_lanes(t, value_type(op.mask_inverse), 1),
-                                                         TailStrategy::GuardWithIf);
+                                                        TailStrategy::GuardWithIf);
   Var task = schedule_cube_output(op.x, t, k);
   vectorize_rows_at(op.normalized, op.x, task, t);
 }

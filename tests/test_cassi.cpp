@@ -33,9 +33,9 @@ const std::vector<CassiProblem> kProblems = {
     {1, 28, 19, 61, 2},              // the W4 band count on an odd, non-square image
     {4, 2, 3, 40, 17},               // step larger than the vector width
     // Along width, bands are summed in groups (generators/cassi.h): whole groups and leftover bands,
-    {2, 16, 5, 45, 3},               // with a group interior,
+    {2, 16, 5, 45, 3},                // with a group interior,
     {1, 15, 4, 40, -2, false, true},  // moving left, per-band mask,
-    {1, 9, 3, 10, -3},               // no group interior: W < (group - 1) |S|
+    {1, 9, 3, 10, -3},                // no group interior: W < (group - 1) |S|
 };
 
 std::string describe(const CassiProblem &p) {
