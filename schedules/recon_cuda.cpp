@@ -2,8 +2,8 @@
 // dimensions in the third block dimension; each Chambolle step is one launch over the whole cube
 // (the step loop runs on the host), the dual and the denoised image live in device memory.
 //
-// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 0.163 ms (launch-bound); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median
-// of 3, 2026-11-22.
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 0.155 ms (launch-bound); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median
+// of 3, 2026-11-25.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
