@@ -99,10 +99,10 @@ PyObject *attribute(PyObject *object, PyObject *name) {
 // A host or CUDA torch.Tensor that does not require grad (such a one __dlpack__ refuses, and is
 // left to it) is read from its own attributes: Tensor.__dlpack__ and __dlpack_device__ are Python
 // code, about 4 us a call together with torch 1.13 and some 20 us a CUDA tensor with torch 2.11
-// (hpipe.exp(x, out=y) on an H100: 63 -> 12 us queued), most of a small call's cost; data_ptr, shape, stride() and
-// get_device() are C (0.3 us), read through the C API with interned names (pybind11's attr()
-// builds the name's string on every call). The torch objects are looked up once torch is imported
-// and never released (they outlive the module). Returns false for anything else.
+// (hpipe.exp(x, out=y) on an H100: 63 -> 12 us queued), most of a small call's cost; data_ptr,
+// shape, stride() and get_device() are C (0.3 us), read through the C API with interned names
+// (pybind11's attr() builds the name's string on every call). The torch objects are looked up once
+// torch is imported and never released (they outlive the module). Returns false for anything else.
 template <class TypeError>
 bool read_torch(py::handle object, Operand &a, const TypeError &type_error) {
   static py::handle tensor_type, float32, float64;
