@@ -103,7 +103,6 @@ struct CassiEstimates {
   int batch = 16, bands = 28, height = 256, width = 256, step = 2, axis = 0;
   int measurement_width() const { return width + (bands - 1) * step; }
   Halide::Region cube() const { return {{0, width}, {0, height}, {0, bands}, {0, batch}}; }
-  Halide::Region bordered_cube() const { return {{0, width + 2}, {0, height + 2}, {0, bands}, {0, batch}}; }
   Halide::Region mask() const { return {{0, width}, {0, height}, {0, bands}}; }
   Halide::Region measurement() const { return {{0, measurement_width()}, {0, height}, {0, batch}}; }
   Halide::Region shifted_cube() const { return {{0, measurement_width()}, {0, height}, {0, bands}, {0, batch}}; }

@@ -38,10 +38,6 @@ Tuple chambolle_step(const Expr &pw, const Expr &ph, const Expr &gw, const Expr 
   return Tuple((pw - tau * gw) * inv_scale, (ph - tau * gh) * inv_scale);
 }
 
-// p(x, y) of a dual stored with a one-pixel border (see TvVectorialStep).
-auto unbordered(Func bordered) {
-  return [bordered](const Expr &x, const Expr &y) { return bordered(x + 1, y + 1, c, b); };
-}
 }  // namespace
 
 TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr iterations) {
@@ -96,35 +92,80 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   return tv;
 }
 
-TvVectorialStep tv_vectorial_step(Func image, Func bordered_p_w, Func bordered_p_h, Expr first, Expr width, Expr height,
-                                  Expr bands, Expr weight) {
-  TvVectorialStep tv;
+TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr weight, Expr iterations,
+                         Expr strip_rows) {
+  TvVectorial tv;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0);
-  tv.first = first;
-  tv.image = BoundaryConditions::repeat_edge(image, {{0, width}, {0, height}});
-  const auto read_pw = unbordered(bordered_p_w), read_ph = unbordered(bordered_p_h);
-  const auto pw = [&](const Expr &x, const Expr &y) { return select(first, zero, read_pw(x, y)); };
-  const auto ph = [&](const Expr &x, const Expr &y) { return select(first, zero, read_ph(x, y)); };
-  tv.primal = Func("tv_primal");
-  tv.primal(w, h, c, b) = tv.image(w, h, c, b) + divergence_at(pw, ph, w, h);
-  Func grad("tv_gradient");
-  grad(w, h, c, b) = forward_gradient(tv.primal, width, height);
-  tv.bands = RDom(0, bands, "band");
-  tv.norm_sq = Func("tv_norm_sq");
-  tv.norm_sq(w, h, b) = zero;
-  const Expr gw = grad(w, h, tv.bands, b)[0], gh = grad(w, h, tv.bands, b)[1];
-  tv.norm_sq(w, h, b) += gw * gw + gh * gh;
-  tv.next = Func("tv_dual_next");
-  tv.next(w, h, c, b) =
-      chambolle_step(pw(w, h), ph(w, h), grad(w, h, c, b)[0], grad(w, h, c, b)[1], tv.norm_sq(w, h, b), weight);
-  return tv;
-}
+  const Expr steps = max(iterations - 1, 0);  // m dual steps: step k makes p_{k+1} from p_k, p_0 = 0
+  const Var row("row"), plane("plane"), strip("strip");
+  tv.strip_rows = strip_rows;
 
-TvFinish tv_finish(Func image, Func bordered_p_w, Func bordered_p_h) {
-  const Expr div = divergence_at(unbordered(bordered_p_w), unbordered(bordered_p_h), w, h);
-  TvFinish tv;
-  tv.out = Func("tv_finish");
+  // Step k works on the rows [top - m + k, top + R + m - 1 - k) of a strip whose output rows start
+  // at `top`: each step one row fewer each side, down to p_m on the strip's rows and the row above
+  // (div p reads it). At time t it is on row top - m + t - k, so every step ends at the same time.
+  tv.sweep = RDom(0, width, 0, bands, 0, 4, 0, steps, 0, strip_rows + 2 * steps - 1, "tv_sweep");
+  const RVar x = tv.sweep[0], band = tv.sweep[1], phase = tv.sweep[2], k = tv.sweep[3], time = tv.sweep[4];
+  const Expr top = strip * strip_rows;
+  const Expr y = top - steps + time - k;
+  tv.sweep.where(time >= 2 * k && y >= 0 && y < height);
+  tv.sweep.where(phase != 0 || k == 0);  // the image row is copied once, by step 0
+
+  // A slot of the dual holds, at any time, rows from m below the newest one written: a ring of
+  // m + 1 rows (measured: m rows give wrong results). The image ring holds fewer.
+  const Expr ring = steps + 1;
+  const auto ring_row = [&](const Expr &yy) { return yy % ring; };
+  const Expr dual_plane = (k % 2) * bands + band, next_dual_plane = ((k + 1) % 2) * bands + band;
+  const Expr image_plane = 2 * bands + band, gradient_plane = 3 * bands + band, norm_plane = 4 * bands;
+  const auto last_dual_plane = [&](const Expr &c_) { return 4 * bands + 1 + c_; };
+  Func &S = tv.state;
+  S = Func("tv_state");
+  S(w, row, plane, strip, b) = Tuple(undef(t), undef(t));
+
+  // p_k, 0 outside the image and for k = 0 (the ring's rows and column -1 hold other values there).
+  const auto p_w = [&](const Expr &xx, const Expr &yy) {
+    return select(likely(k > 0) && likely(xx >= 0), S(xx, ring_row(yy), dual_plane, strip, b)[0], zero);
+  };
+  const auto p_h = [&](const Expr &xx, const Expr &yy) {
+    return select(likely(k > 0) && likely(yy >= 0), S(xx, ring_row(yy), dual_plane, strip, b)[1], zero);
+  };
+  const auto div_p = [&](const Expr &xx, const Expr &yy) { return divergence_at(p_w, p_h, xx, yy); };
+  // Rows are clamped only for bounds inference: the sweep's `where` keeps y inside the image.
+  const auto image_row = [&](const Expr &yy) { return image(x, clamp(yy, 0, height - 1), band, b); };
+  const auto ring_image = [&](const Expr &xx) { return S(xx, ring_row(y), image_plane, strip, b)[0]; };
+
+  // grad u_k = grad f + grad div p_k, 0 on the last column / row; f one column right comes from
+  // the ring (the column past the image is allocated there, its value never used).
+  const Expr div_here = div_p(x, y);
+  const Expr g_w = select(x < width - 1, (ring_image(x + 1) - ring_image(x)) + (div_p(x + 1, y) - div_here), zero);
+  const Expr g_h = select(y < height - 1, (image_row(y + 1) - ring_image(x)) + (div_p(x, y + 1) - div_here), zero);
+  const Expr stored_g_w = S(x, 0, gradient_plane, strip, b)[0], stored_g_h = S(x, 0, gradient_plane, strip, b)[1];
+  const Expr norm_sq = S(x, 0, norm_plane, strip, b)[0];
+  const Expr old_p_w = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[0], zero);
+  const Expr old_p_h = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[1], zero);
+  const Tuple next = chambolle_step(old_p_w, old_p_h, stored_g_w, stored_g_h, norm_sq, weight);
+
+  // The four phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
+  const Expr last = k == steps - 1;
+  const Expr site_row = select(phase == 0, ring_row(y), phase == 1 || phase == 2, 0, last,
+                               clamp(y - top + 1, 0, strip_rows), ring_row(y));
+  const Expr site_plane = select(phase == 0, image_plane, phase == 1, gradient_plane, phase == 2, norm_plane, last,
+                                 last_dual_plane(band), next_dual_plane);
+  const Expr norm_so_far = select(band == 0, zero, norm_sq) + stored_g_w * stored_g_w + stored_g_h * stored_g_h;
+  S(x, site_row, site_plane, strip, b) =
+      Tuple(select(phase == 0, image_row(y), phase == 1, g_w, phase == 2, norm_so_far, next[0]),
+            select(phase == 0, zero, phase == 1, g_h, phase == 2, zero, next[1]));
+
+  // out = f + div p_m from the strip's stored p_m; p_m = 0 above the image and left of it.
+  const Expr h_strip = h / strip_rows;
+  const auto last_dual = [&](const Expr &xx, const Expr &yy, int component) {
+    return S(xx, clamp(yy - h_strip * strip_rows + 1, 0, strip_rows), last_dual_plane(c), h_strip, b)[component];
+  };
+  const Expr div = select(steps > 0,
+                          (select(w > 0, last_dual(w - 1, h, 0), zero) - last_dual(w, h, 0)) +
+                              (select(h > 0, last_dual(w, h - 1, 1), zero) - last_dual(w, h, 1)),
+                          zero);
+  tv.out = Func("tv_vectorial");
   tv.out(w, h, c, b) = Tuple(image(w, h, c, b) + div, div);
   return tv;
 }

@@ -33,27 +33,31 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 // The vectorial (band-coupled) variant (Bresson & Chan, "Fast dual minimization of the vectorial
 // total variation norm", 2008): the same steps, but every band's dual is divided by the one
 // factor 1 + tau / weight * sqrt(sum_c |grad u_c|^2) of its pixel, so edges are shared by the
-// bands. One dual step per call (the runtime loops: the norm couples every band of a pixel, which
-// one Halide update over a stored dual cannot express).
-// The dual p_w, p_h is stored with a one-pixel zero border on every side, P(x + 1, y + 1) = p(x, y),
-// (W + 2, H + 2, C, B), so that div p and u one pixel past the image are plain loads; `next` is
-// (W, H, C, B), written into the interior of the next step's bordered storage.
-struct TvVectorialStep {
-  Halide::Expr first;    // the first step: p = 0, the dual is not read (a schedule specializes on it)
-  Halide::Func image;    // f, edges repeated
-  Halide::Func primal;   // u = f + div p
-  Halide::Func norm_sq;  // sum_c |grad u_c|^2, (w, h, b)
-  Halide::RDom bands;
-  Halide::Func next;  // Tuple(p_w', p_h')
+// bands. The result is Tuple(f + div p, div p) (the second is ADMM's b').
+//
+// The norm couples every band of a pixel, and a step at a row reads the step before at the rows
+// beside it, so all the steps run in one sweep down the image, a wavefront: at time t, step k
+// works on row t - k (plus the sweep's first row), whose inputs step k - 1 finished at time t - 1
+// or t. The duals then live in a ring of a few rows per band (cache-sized whatever the image),
+// written in one pass per step instead of one pass over the cube per step. The image is cut into
+// strips of `strip_rows` rows, each swept on its own from (iterations - 1) rows above to as many
+// below (the rows a strip's steps depend on; recomputed by its neighbours), so that strips run in
+// parallel.
+//
+// Everything the sweep keeps is one Func, `state`(w, row, plane, strip, b) = Tuple(., .), whose
+// planes are: the dual's two slots (a ring of rows per band; step k reads slot k % 2 and writes
+// the other), the image (a ring of rows per band, so that f one column right is a plain load),
+// grad u of the current row per band, the norm of the current row, and the last dual p_{n-1} of
+// the strip's rows and the row above them. For every (time, step) the sweep runs four phases over
+// the bands: copy the image row (step 0 only), grad u, the norm summed over the bands, the new dual.
+struct TvVectorial {
+  Halide::Func state;
+  Halide::RDom sweep;  // (x, band, phase, step, time): phase has a constant extent (a schedule unrolls it)
+  Halide::Func out;    // Tuple(f + div p_{n-1}, div p_{n-1}), (w, h, c, b)
+  Halide::Expr strip_rows;
 };
-TvVectorialStep tv_vectorial_step(Halide::Func image, Halide::Func bordered_p_w, Halide::Func bordered_p_h,
-                                  Halide::Expr first, Halide::Expr width, Halide::Expr height, Halide::Expr bands,
-                                  Halide::Expr weight);
-// The result of a TV from its bordered dual: Tuple(f + div p, div p) (the second is ADMM's b').
-struct TvFinish {
-  Halide::Func out;
-};
-TvFinish tv_finish(Halide::Func image, Halide::Func bordered_p_w, Halide::Func bordered_p_h);
+TvVectorial tv_vectorial(Halide::Func image, Halide::Expr width, Halide::Expr height, Halide::Expr bands,
+                         Halide::Expr weight, Halide::Expr iterations, Halide::Expr strip_rows);
 
 // One accelerated GAP-TV iteration (Yuan 2016; y1 starts at 0):
 //   yb = A x;  y1' = y1 + (y - yb);  x' = TV(x + lambda A^T((y1' - yb) / Phi))

@@ -60,46 +60,25 @@ class TvChambolleGenerator : public FamilyGenerator<TvChambolleGenerator<T>, sch
   }
 };
 
-// Vectorial TV: one dual step, and the result from the dual. The duals are (w, h, c, b) cubes with
-// a one-pixel zero border, (W + 2, H + 2, C, B); `next` is the interior of the next one.
+// Vectorial TV: every step in one sweep (generators/recon.h), strips of `strip_rows` rows in parallel.
 template <class T>
-class TvVectorialStepGenerator : public FamilyGenerator<TvVectorialStepGenerator<T>, sched::ReconKnobs> {
+class TvVectorialGenerator : public FamilyGenerator<TvVectorialGenerator<T>, sched::ReconKnobs> {
  public:
   GeneratorInput<Buffer<T>> x{"image", 4};
-  GeneratorInput<Buffer<T>> p_w{"p_w", 4};
-  GeneratorInput<Buffer<T>> p_h{"p_h", 4};
-  GeneratorInput<int> first_step{"first_step"};  // 1: p = 0, p_w and p_h are not read
   GeneratorInput<T> weight{"weight"};
-  GeneratorOutput<Func> next{"next", {type_of<T>(), type_of<T>()}, 4};  // (p_w', p_h')
-
-  void generate() {
-    auto op = alg::tv_vectorial_step(x, p_w, p_h, first_step != 0, x.dim(0).extent(), x.dim(1).extent(),
-                                     x.dim(2).extent(), weight);
-    next = op.next;
-    const ReconEstimates e;
-    x.set_estimates(e.cassi.cube());
-    for (auto *in : {&p_w, &p_h}) in->set_estimates(e.cassi.bordered_cube());
-    weight.set_estimate(T(0.1));
-    first_step.set_estimate(0);
-    next.set_estimates(e.cassi.cube());
-    this->schedule_with_knobs(op);
-  }
-};
-
-template <class T>
-class TvFinishGenerator : public FamilyGenerator<TvFinishGenerator<T>, sched::ReconKnobs> {
- public:
-  GeneratorInput<Buffer<T>> x{"image", 4};
-  GeneratorInput<Buffer<T>> p_w{"p_w", 4};
-  GeneratorInput<Buffer<T>> p_h{"p_h", 4};
+  GeneratorInput<int> iterations{"iterations"};
+  GeneratorInput<int> strip_rows{"strip_rows"};
   GeneratorOutput<Func> out{"out", {type_of<T>(), type_of<T>()}, 4};  // (f + div p, div p)
 
   void generate() {
-    auto op = alg::tv_finish(x, p_w, p_h);
+    auto op =
+        alg::tv_vectorial(x, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight, iterations, strip_rows);
     out = op.out;
     const ReconEstimates e;
     x.set_estimates(e.cassi.cube());
-    for (auto *in : {&p_w, &p_h}) in->set_estimates(e.cassi.bordered_cube());
+    weight.set_estimate(T(0.1));
+    iterations.set_estimate(e.tv_iterations);
+    strip_rows.set_estimate(e.cassi.height / 2);
     out.set_estimates(e.cassi.cube());
     this->schedule_with_knobs(op);
   }
@@ -160,7 +139,6 @@ class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T>, sched::ReconK
 }  // namespace hpipe
 
 HPIPE_REGISTER_GENERATOR(hpipe::TvChambolleGenerator, tv_chambolle)
-HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialStepGenerator, tv_vectorial_step)
-HPIPE_REGISTER_GENERATOR(hpipe::TvFinishGenerator, tv_finish)
+HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialGenerator, tv_vectorial)
 HPIPE_REGISTER_GENERATOR(hpipe::GapTvGenerator, gap_tv_step)
 HPIPE_REGISTER_GENERATOR(hpipe::AdmmTvGenerator, admm_tv_step)

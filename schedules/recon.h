@@ -31,14 +31,12 @@ struct ReconCudaKnobs {
 };
 
 void schedule_cpu(alg::TvChambolle op, const Halide::Target &t, const ReconCpuKnobs &k);
-void schedule_cpu(alg::TvVectorialStep op, const Halide::Target &t, const ReconCpuKnobs &k);
-void schedule_cpu(alg::TvFinish op, const Halide::Target &t, const ReconCpuKnobs &k);
+void schedule_cpu(alg::TvVectorial op, const Halide::Target &t, const ReconCpuKnobs &k);
 void schedule_cpu(alg::GapTvIteration op, const Halide::Target &t, const ReconCpuKnobs &k);
 void schedule_cpu(alg::AdmmTvIteration op, const Halide::Target &t, const ReconCpuKnobs &k);
 
 void schedule_cuda(alg::TvChambolle op, const Halide::Target &t, const ReconCudaKnobs &k);
-void schedule_cuda(alg::TvVectorialStep op, const Halide::Target &t, const ReconCudaKnobs &k);
-void schedule_cuda(alg::TvFinish op, const Halide::Target &t, const ReconCudaKnobs &k);
+void schedule_cuda(alg::TvVectorial op, const Halide::Target &t, const ReconCudaKnobs &k);
 void schedule_cuda(alg::GapTvIteration op, const Halide::Target &t, const ReconCudaKnobs &k);
 void schedule_cuda(alg::AdmmTvIteration op, const Halide::Target &t, const ReconCudaKnobs &k);
 

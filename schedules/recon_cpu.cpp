@@ -7,8 +7,9 @@
 // bound by its 12 loads and 2 stores per vector more than by its ~30 vector operations (one sqrt,
 // one reciprocal): docs/performance-notes.md.
 //
-// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 2.93 ms; ADMM-TV 3.26 ms (vectorial TV 7.99 ms); TV 2.45 ms
-// (vectorial 7.33 ms, 3.0x per band); 2-core AMD EPYC (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24.
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 2.93 ms; ADMM-TV 3.26 ms; TV 2.45 ms; 2-core AMD EPYC
+// (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24. Vectorial TV (one sweep): 4.94 ms, 1.9x per
+// band (was 8.86 ms, 3.5x); 2-core Intel Xeon (model 167, AVX-512, VM), hpipe_bench median of 3, 2026-11-25.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
@@ -69,29 +70,23 @@ void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) 
   schedule_tv(op, op.out, t, k);  // the image is the input itself: read in place
 }
 
-void schedule_cpu(alg::TvVectorialStep op, const Target &t, const ReconCpuKnobs &k) {
-  // Tasks of rows of every band. A task computes u for its rows (and the row below) of every band
-  // once, into L2; each row's norm is summed across the bands in L1, then the row's dual of every
-  // band is written from it.
-  const int lanes = vector_lanes(t, value_type(op.next), k.vector_factor);
-  Func next = op.next;
-  Var w = arg(next, 0), h = arg(next, 1), c = arg(next, 2), b = arg(next, 3), ho("ho"), hi("hi"), task("task");
-  next.reorder(w, c, h, b)
-      .split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf)
+void schedule_cpu(alg::TvVectorial op, const Target &t, const ReconCpuKnobs &k) {
+  // One task per strip of a batch item: the sweep's rings (~1 MiB at 28 x 256, 5 iterations) stay
+  // in the core's L2; each phase a loop over a row, vectorized.
+  const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
+  Func out = op.out;
+  Var w = arg(out, 0), h = arg(out, 1), c = arg(out, 2), b = arg(out, 3), ho("ho"), hi("hi"), task("task");
+  out.split(h, ho, hi, op.strip_rows, TailStrategy::GuardWithIf)
+      .reorder(w, c, hi, ho, b)
       .fuse(ho, b, task)
       .parallel(task)
       .vectorize(w, lanes, TailStrategy::GuardWithIf);
-  op.primal.compute_at(next, task).vectorize(arg(op.primal, 0), lanes, TailStrategy::GuardWithIf);
-  op.norm_sq.compute_at(next, hi).vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
-  op.norm_sq.update().vectorize(arg(op.norm_sq, 0), lanes, TailStrategy::GuardWithIf);
-  next.specialize(op.first);  // no loads of the dual in the first step
-}
-
-void schedule_cpu(alg::TvFinish op, const Target &t, const ReconCpuKnobs &k) {
-  Var task("task");
-  op.out.fuse(arg(op.out, 2), arg(op.out, 3), task)
-      .parallel(task)
-      .vectorize(arg(op.out, 0), vector_lanes(t, value_type(op.out), k.vector_factor), TailStrategy::GuardWithIf);
+  op.state.compute_at(out, task);
+  // Lanes write distinct pixels of one plane and read other planes: no race (see generators/recon.h).
+  op.state.update()
+      .allow_race_conditions()
+      .vectorize(op.sweep[0], lanes, TailStrategy::GuardWithIf)
+      .unroll(op.sweep[2]);
 }
 
 void schedule_cpu(alg::GapTvIteration op, const Target &t, const ReconCpuKnobs &k) {

@@ -55,19 +55,25 @@ void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k)
   schedule_tv(op, op.out, k);  // the image is the input itself
 }
 
-void schedule_cuda(alg::TvVectorialStep op, const Target &, const ReconCudaKnobs &k) {
-  // One thread per pixel, looping over the bands: the pixel's norm is summed once, in registers.
-  Func next = op.next;
-  Var w = arg(next, 0), h = arg(next, 1), c = arg(next, 2), b = arg(next, 3);
-  Var wo("wo"), ho("ho"), wi("wi"), hi("hi");
-  next.reorder(c, w, h, b)
-      .gpu_tile(w, h, wo, ho, wi, hi, k.block_w, k.block_h, TailStrategy::GuardWithIf)
-      .gpu_blocks(b);
-  op.norm_sq.compute_at(next, wi);  // both stages inside the thread
-}
-
-void schedule_cuda(alg::TvFinish op, const Target &, const ReconCudaKnobs &k) {
-  gpu_tile_image(op.out, k.block_w, k.block_h);
+void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k) {
+  // A block per strip of a batch item, its threads along a row; the sweep's state in global memory
+  // (a strip's rings and last dual are too large for shared memory).
+  Func out = op.out;
+  Var w = arg(out, 0), h = arg(out, 1), c = arg(out, 2), b = arg(out, 3);
+  Var ho("ho"), hi("hi"), wo("wo"), wi("wi"), task("task");
+  out.split(h, ho, hi, op.strip_rows, TailStrategy::GuardWithIf)
+      .split(w, wo, wi, k.block_w, TailStrategy::GuardWithIf)
+      .reorder(wi, wo, c, hi, ho, b)
+      .fuse(ho, b, task)
+      .gpu_blocks(task)
+      .gpu_threads(wi);
+  op.state.compute_at(out, task).store_in(MemoryType::Heap);
+  RVar xo("xo"), xi("xi");
+  op.state.update()
+      .allow_race_conditions()
+      .split(op.sweep[0], xo, xi, k.block_w, TailStrategy::GuardWithIf)
+      .gpu_threads(xi)
+      .unroll(op.sweep[2]);
 }
 
 void schedule_cuda(alg::GapTvIteration op, const Target &t, const ReconCudaKnobs &k) {

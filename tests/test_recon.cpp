@@ -30,15 +30,16 @@ const std::vector<TvCase> kTvCases = {
     {1, 3, 17, 33, 0.05, 13},  // odd sizes, more steps than a vector
     {2, 2, 31, 70, 0.3, 6},    // rows longer than several vectors, with a tail
     // vectorial (band-coupled)
-    {1, 3, 5, 7, 0.1, 1, true},       // one iteration returns the input (no dual step)
-    {2, 3, 6, 9, 0.1, 2, true},       // the first step alone (p = 0 known, the dual not read)
-    {1, 1, 9, 11, 0.1, 4, true},      // one band: the same as per band
-    {2, 5, 13, 21, 0.1, 5, true},     // a batch: coupled within each item only
-    {1, 3, 1, 19, 0.2, 3, true},      // H = 1
-    {1, 4, 17, 35, 0.05, 9, true},    // odd sizes
-    {1, 2, 23, 1, 0.2, 4, true},      // W = 1
-    {2, 3, 19, 37, 0.1, 6, true},     // several row tasks with a tail; the duals reuse cached scratch
-    {2, 16, 100, 512, 0.1, 3, true},  // cut into strips of rows (float 45, double 19) with a short last one
+    {1, 3, 5, 7, 0.1, 1, true},     // one iteration returns the input (no dual step)
+    {2, 3, 6, 9, 0.1, 2, true},     // the first step alone (p = 0 known, the dual not read)
+    {1, 1, 9, 11, 0.1, 4, true},    // one band: the same as per band
+    {2, 5, 13, 21, 0.1, 5, true},   // a batch: coupled within each item only
+    {1, 3, 1, 19, 0.2, 3, true},    // H = 1
+    {1, 4, 17, 35, 0.05, 9, true},  // odd sizes
+    {1, 2, 23, 1, 0.2, 4, true},    // W = 1
+    {2, 3, 19, 37, 0.1, 6, true},   // a batch with a row tail; the sweep's state reuses cached scratch
+    {1, 32, 100, 1024, 0.1, 3,
+     true},  // strips capped by their state's size (float 32 rows, double 16), a short last one
 };
 
 template <class T>

@@ -138,8 +138,12 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
   return Arg{static_cast<int>(buffers_.size()) - 1};
 }
 
-void Call::prepare() {
-  // Backend.
+bool Call::uses_cuda() {
+  select_backend();
+  return backend_ == Backend::cuda;
+}
+
+void Call::select_backend() {
   const Buffer *on_cuda = nullptr;
   for (const auto &b : buffers_)
     if (b.memory == Memory::cuda && !on_cuda) on_cuda = &b;
@@ -160,6 +164,10 @@ void Call::prepare() {
       }
       break;
   }
+}
+
+void Call::prepare() {
+  select_backend();
 
   // Outputs must not overlap any other argument in the same memory space.
   for (const auto &out : buffers_) {

@@ -120,6 +120,8 @@ class Call {
   }
 
   const std::string &op() const { return op_; }
+  // Whether run() will run the CUDA kernel (from the options and where the views added so far are).
+  bool uses_cuda();
 
   // Throws Error("hpipe::<op>: <name>: <message>").
   [[noreturn]] void fail(const std::string &name, const std::string &message) const;
@@ -138,6 +140,7 @@ class Call {
   struct Buffer;
   Arg add(const char *name, bool is_output, halide_type_t type, void *data, int rank, const std::int64_t *shape,
           const std::int64_t *strides, Memory memory);
+  void select_backend();
   void prepare();
   void finish(int status);
   halide_buffer_t *resolve(Arg a);

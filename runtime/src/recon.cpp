@@ -31,8 +31,7 @@ struct ReconKernels;
   template <>                                                                       \
   struct ReconKernels<T> {                                                          \
     static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);           \
-    static constexpr auto tv_step = HPIPE_KERNEL(hpipe_tv_vectorial_step_##suffix); \
-    static constexpr auto tv_finish = HPIPE_KERNEL(hpipe_tv_finish_##suffix);       \
+    static constexpr auto tv_vectorial = HPIPE_KERNEL(hpipe_tv_vectorial_##suffix); \
     static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);           \
     static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);         \
   };
@@ -80,111 +79,35 @@ struct ScratchCube {
   View<T, 4> view() const { return View<T, 4>(storage.data(), shape); }
 };
 
-// A dual of the vectorial TV, stored with the one-pixel zero border the kernels read (see
-// generators/recon.h): (B, C, H + 2, W + 2), of which steps write only the interior.
-template <class T>
-class BorderedDual {
- public:
-  BorderedDual(const char *op, const Shape4 &cube) : storage_(op, Shape4{cube[0], cube[1], cube[2] + 2, cube[3] + 2}) {}
-  View<const T, 4> bordered() const { return storage_.view(); }
-  View<T, 4> interior() const {
-    const View<T, 4> all = storage_.view();
-    const Shape4 &s = all.shape();
-    return View<T, 4>(all.data() + s[3] + 1, Shape4{s[0], s[1], s[2] - 2, s[3] - 2}, all.strides());
-  }
-  void zero() { std::fill_n(storage_.storage.data(), storage_.view().size(), T(0)); }
-  void zero_border() {
-    const Shape4 &s = storage_.shape;
-    for (std::int64_t plane = 0; plane < s[0] * s[1]; plane++) {
-      T *p = storage_.storage.data() + plane * s[2] * s[3];
-      std::fill_n(p, s[3], T(0));                      // row -1
-      std::fill_n(p + (s[2] - 1) * s[3], s[3], T(0));  // row H
-      for (std::int64_t row = 1; row + 1 < s[2]; row++) p[row * s[3]] = p[row * s[3] + s[3] - 1] = 0;
-    }
-  }
-
- private:
-  ScratchCube<T> storage_;
-};
-
-// Indices [first, last) of dimension `dim` of a view.
-template <class T>
-View<T, 4> slice(View<T, 4> v, int dim, std::int64_t first, std::int64_t last) {
-  Shape4 shape = v.shape();
-  shape[dim] = last - first;
-  return View<T, 4>(v.data() + first * v.stride(dim), shape, v.strides(), v.memory());
-}
-
-// The vectorial TV works on strips of rows small enough that the image strip and its four duals
-// stay in cache through all the steps: each step is a pass over them, which from memory costs
-// about twice what it costs in cache (docs/performance-notes.md).
+// Rows of a strip of the vectorial TV's sweep (generators/recon.h). Each strip recomputes the
+// (iterations - 1) rows each side of it, so strips are as tall as possible: on the CPU as many as
+// give every worker thread a task, no taller than keeps a strip's last dual (2 values per pixel of
+// every band) within kTvStripBytes, about a core's share of the last-level cache; on CUDA a block
+// each, kTvCudaStripRows rows.
 constexpr std::int64_t kTvStripBytes = std::int64_t(8) << 20;
+constexpr std::int64_t kTvCudaStripRows = 32;
 
-// Rows of a strip's middle, or 0 for the whole image at once: when it is no taller, or when the
-// strip's halo (rows each side, see tv_vectorial) would be more than half of its middle.
-std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, std::int64_t halo) {
-  const std::int64_t planes = 5;  // the image and the four duals
-  const std::int64_t row_bytes = planes * cube[1] * cube[3] * static_cast<std::int64_t>(element_size);
-  const std::int64_t rows = kTvStripBytes / row_bytes - 2 * halo;
-  return rows >= 4 * halo && rows < cube[2] ? rows : 0;
+std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, bool cuda) {
+  const std::int64_t height = cube[2];
+  if (cuda) return std::min(height, kTvCudaStripRows);
+  const std::int64_t threads = num_threads();
+  const std::int64_t strips_per_item = std::max<std::int64_t>(1, (threads + cube[0] - 1) / cube[0]);
+  const std::int64_t row_bytes = 2 * cube[1] * cube[3] * static_cast<std::int64_t>(element_size);
+  const std::int64_t rows = (height + strips_per_item - 1) / strips_per_item;
+  return std::max<std::int64_t>(1, std::min(rows, kTvStripBytes / row_bytes));
 }
 
-// The vectorial TV of one image (or a strip of rows taken as one) into (out, div p): n - 1 dual
-// steps, one kernel each, then the finish over output rows [first, last) of the image.
-template <class T>
-void tv_vectorial_rows(const char *op, View<const T, 4> image, const TvParams &tv, std::int64_t first,
-                       std::int64_t last, View<T, 4> out, View<T, 4> div, const Options &options) {
-  const Shape4 shape = image.shape();
-  BorderedDual<T> pw(op, shape), ph(op, shape), pw_next(op, shape), ph_next(op, shape);
-  for (auto *dual : {&pw, &ph, &pw_next, &ph_next}) dual->zero_border();
-  if (tv.iterations == 1) {  // the dual stays 0 (the first step, which knows it is 0, reads none)
-    pw.zero();
-    ph.zero();
-  }
-  for (int k = 1; k < tv.iterations; k++) {
-    Call call(op, options);
-    auto fa = call.input("x", image);
-    auto pwa = call.input("p_w", pw.bordered());
-    auto pha = call.input("p_h", ph.bordered());
-    auto pwo = call.output("p_w_next", pw_next.interior());
-    auto pho = call.output("p_h_next", ph_next.interior());
-    call.run(ReconKernels<T>::tv_step, fa, pwa, pha, k == 1 ? 1 : 0, static_cast<T>(tv.weight), pwo, pho);
-    std::swap(pw, pw_next);
-    std::swap(ph, ph_next);
-  }
-  // The finish reads the dual one row above its first output row: a bordered view starting there.
-  Call call(op, options);
-  auto fa = call.input("x", slice(image, 2, first, last));
-  auto pwa = call.input("p_w", slice(pw.bordered(), 2, first, last + 2));
-  auto pha = call.input("p_h", slice(ph.bordered(), 2, first, last + 2));
-  auto oa = call.output("out", out);
-  auto da = call.output("divergence", div);
-  call.run(ReconKernels<T>::tv_finish, fa, pwa, pha, oa, da);
-}
-
-// The vectorial TV of `image` into (out, div p). A dual step at a row depends on the dual one row
-// each side, so a strip cut out of the image gives the whole image's dual after k steps except
-// within k rows of a cut; with a halo of n rows around its middle (n - 1 steps, and the
-// divergence's row above) a strip's middle rows are exactly the whole image's.
+// The vectorial TV of `image` into (out, div p): one kernel, every step.
 template <class T>
 void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out, View<T, 4> div,
                   const Options &options) {
-  const Shape4 &shape = image.shape();
-  const std::int64_t height = shape[2], halo = tv.iterations, strip = tv_strip_rows(shape, sizeof(T), halo);
-  if (strip == 0) {
-    tv_vectorial_rows<T>(op, image, tv, 0, height, out, div, options);
-    return;
-  }
-  for (std::int64_t b = 0; b < shape[0]; b++)
-    for (std::int64_t top = 0; top < height; top += strip) {
-      const std::int64_t bottom = std::min(top + strip, height);
-      const std::int64_t lo = std::max<std::int64_t>(top - halo, 0), hi = std::min(bottom + halo, height);
-      const auto rows = [&](auto v, std::int64_t first, std::int64_t last) {
-        return slice(slice(v, 0, b, b + 1), 2, first, last);
-      };
-      tv_vectorial_rows<T>(op, rows(image, lo, hi), tv, top - lo, bottom - lo, rows(out, top, bottom),
-                           rows(div, top, bottom), options);
-    }
+  Call call(op, options);
+  auto fa = call.input("x", image);
+  auto oa = call.output("out", out);
+  auto da = call.output("divergence", div);
+  const std::int64_t strip_rows = tv_strip_rows(image.shape(), sizeof(T), call.uses_cuda());
+  call.run(ReconKernels<T>::tv_vectorial, fa, static_cast<T>(tv.weight), tv.iterations, static_cast<int>(strip_rows),
+           oa, da);
 }
 
 template <class T>

@@ -1,7 +1,7 @@
 // The reconstruction family's entry in the tuner registry: the TV denoiser and one GAP-TV and one
 // ADMM-TV iteration, their cases and tolerances. Algorithms, estimates and knob structs are the
-// generators' own (pipelines/recon_generators.cpp). The vectorial TV steps (tv_vectorial_step,
-// tv_finish) are not registered: the reference has no single-step form to verify them against.
+// generators' own (pipelines/recon_generators.cpp). The vectorial TV (tv_vectorial) is not
+// registered yet: it keeps its C++ defaults.
 #include <sstream>
 
 #include "generators/recon.h"
