@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <vector>
 
 #include "block_cache.h"
 #include "cuda_support.h"
@@ -12,6 +13,38 @@
 namespace hpipe::detail {
 
 namespace {
+
+// Copies every element of `from` into `to` (host buffers of one type and extents, any strides).
+// Not Halide 14's Buffer::copy_from: when it merges dimensions it advances a pointer by an
+// uninitialised stride (for_each_value_prep), which UBSan reports, now and then, as an overflow.
+void copy_elements(const halide_buffer_t &from, const halide_buffer_t &to) {
+  const int rank = from.dimensions;
+  const std::int64_t bytes = from.type.bytes();
+  if (rank == 0) {
+    std::memcpy(to.host, from.host, static_cast<std::size_t>(bytes));
+    return;
+  }
+  for (int d = 0; d < rank; d++)
+    if (from.dim[d].extent <= 0) return;
+  std::vector<std::int64_t> index(static_cast<std::size_t>(rank), 0);  // the outer dimensions' (index[0] unused)
+  while (true) {
+    const std::uint8_t *source = from.host;
+    std::uint8_t *target = to.host;
+    for (int d = 1; d < rank; d++) {
+      source += index[d] * from.dim[d].stride * bytes;
+      target += index[d] * to.dim[d].stride * bytes;
+    }
+    for (std::int64_t x = 0; x < from.dim[0].extent; x++)
+      std::memcpy(target + x * to.dim[0].stride * bytes, source + x * from.dim[0].stride * bytes,
+                  static_cast<std::size_t>(bytes));
+    int d = 1;
+    for (; d < rank; d++) {
+      if (++index[d] < from.dim[d].extent) break;
+      index[d] = 0;
+    }
+    if (d == rank) return;
+  }
+}
 
 thread_local std::string stray_error;  // a Halide error raised without our user_context
 
@@ -192,7 +225,7 @@ void Call::prepare() {
       std::vector<int> sizes;
       for (const auto &d : b.dims) sizes.push_back(d.extent);
       b.dense = Halide::Runtime::Buffer<void>(b.type, sizes);
-      if (!b.is_output) b.dense.copy_from(b.caller);
+      if (!b.is_output) copy_elements(*b.caller.raw_buffer(), *b.dense.raw_buffer());
     }
     if (backend_ == Backend::cuda) {
       b.on_device = true;
@@ -224,7 +257,7 @@ void Call::finish(int status) {
     throw Error("hpipe::" + op_ + ": " + why);
   }
   for (auto &b : buffers_)
-    if (b.is_output && b.dense.data()) b.caller.copy_from(b.dense);
+    if (b.is_output && b.dense.data()) copy_elements(*b.dense.raw_buffer(), *b.caller.raw_buffer());
 }
 
 }  // namespace hpipe::detail
