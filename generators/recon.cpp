@@ -104,20 +104,22 @@ TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr w
   // Step k works on the rows [top - m + k, top + R + m - 1 - k) of a strip whose output rows start
   // at `top`: each step one row fewer each side, down to p_m on the strip's rows and the row above
   // (div p reads it). At time t it is on row top - m + t - k, so every step ends at the same time.
-  tv.sweep = RDom(0, width, 0, bands, 0, 4, 0, steps, 0, strip_rows + 2 * steps - 1, "tv_sweep");
+  // Phase 0 computes u_k one row ahead (from time -1, so that a step's first row has the row below).
+  tv.sweep = RDom(0, width, 0, bands, 0, 3, 0, steps, -1, strip_rows + 2 * steps, "tv_sweep");
   const RVar x = tv.sweep[0], band = tv.sweep[1], phase = tv.sweep[2], k = tv.sweep[3], time = tv.sweep[4];
   const Expr top = strip * strip_rows;
   const Expr y = top - steps + time - k;
-  tv.sweep.where(time >= 2 * k && y >= 0 && y < height);
-  tv.sweep.where(phase != 0 || k == 0);  // the image row is copied once, by step 0
+  tv.sweep.where(
+      select(phase == 0, time >= 2 * k - 1 && y + 1 >= 0 && y + 1 < height, time >= 2 * k && y >= 0 && y < height));
 
-  // A slot of the dual holds, at any time, rows from m below the newest one written: a ring of
-  // m + 1 rows (measured: m rows give wrong results). The image ring holds fewer.
+  // A ring holds, at any time, rows from m below the newest one written: m + 1 rows (measured: m
+  // rows give wrong results). u_k and u_{k+1} share one ring: step k has read a row before step
+  // k + 1 overwrites it in the same time.
   const Expr ring = steps + 1;
   const auto ring_row = [&](const Expr &yy) { return yy % ring; };
   const Expr dual_plane = (k % 2) * bands + band, next_dual_plane = ((k + 1) % 2) * bands + band;
-  const Expr image_plane = 2 * bands + band, gradient_plane = 3 * bands + band, norm_plane = 4 * bands;
-  const auto last_dual_plane = [&](const Expr &c_) { return 4 * bands + 1 + c_; };
+  const Expr u_plane = 2 * bands + band, norm_plane = 3 * bands;
+  const auto last_dual_plane = [&](const Expr &c_) { return 3 * bands + 1 + c_; };
   Func &S = tv.state;
   S = Func("tv_state");
   S(w, row, plane, strip, b) = Tuple(undef(t), undef(t));
@@ -129,32 +131,27 @@ TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr w
   const auto p_h = [&](const Expr &xx, const Expr &yy) {
     return select(likely(k > 0) && likely(yy >= 0), S(xx, ring_row(yy), dual_plane, strip, b)[1], zero);
   };
-  const auto div_p = [&](const Expr &xx, const Expr &yy) { return divergence_at(p_w, p_h, xx, yy); };
-  // Rows are clamped only for bounds inference: the sweep's `where` keeps y inside the image.
-  const auto image_row = [&](const Expr &yy) { return image(x, clamp(yy, 0, height - 1), band, b); };
-  const auto ring_image = [&](const Expr &xx) { return S(xx, ring_row(y), image_plane, strip, b)[0]; };
-
-  // grad u_k = grad f + grad div p_k, 0 on the last column / row; f one column right comes from
-  // the ring (the column past the image is allocated there, its value never used).
-  const Expr div_here = div_p(x, y);
-  const Expr g_w = select(x < width - 1, (ring_image(x + 1) - ring_image(x)) + (div_p(x + 1, y) - div_here), zero);
-  const Expr g_h = select(y < height - 1, (image_row(y + 1) - ring_image(x)) + (div_p(x, y + 1) - div_here), zero);
-  const Expr stored_g_w = S(x, 0, gradient_plane, strip, b)[0], stored_g_h = S(x, 0, gradient_plane, strip, b)[1];
+  // u_k = f + div p_k of the row below (rows are clamped only for bounds inference: the sweep's
+  // `where` keeps them inside the image), then grad u_k from the ring, 0 on the last column / row
+  // (the column past the image is allocated there, its value never used).
+  const Expr u_below = image(x, clamp(y + 1, 0, height - 1), band, b) + divergence_at(p_w, p_h, x, y + 1);
+  const auto u = [&](const Expr &xx, const Expr &yy) { return S(xx, ring_row(yy), u_plane, strip, b)[0]; };
+  const Expr g_w = select(x < width - 1, u(x + 1, y) - u(x, y), zero);
+  const Expr g_h = select(y < height - 1, u(x, y + 1) - u(x, y), zero);
   const Expr norm_sq = S(x, 0, norm_plane, strip, b)[0];
   const Expr old_p_w = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[0], zero);
   const Expr old_p_h = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[1], zero);
-  const Tuple next = chambolle_step(old_p_w, old_p_h, stored_g_w, stored_g_h, norm_sq, weight);
+  const Tuple next = chambolle_step(old_p_w, old_p_h, g_w, g_h, norm_sq, weight);
 
-  // The four phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
+  // The three phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
   const Expr last = k == steps - 1;
-  const Expr site_row = select(phase == 0, ring_row(y), phase == 1 || phase == 2, 0, last,
-                               clamp(y - top + 1, 0, strip_rows), ring_row(y));
-  const Expr site_plane = select(phase == 0, image_plane, phase == 1, gradient_plane, phase == 2, norm_plane, last,
-                                 last_dual_plane(band), next_dual_plane);
-  const Expr norm_so_far = select(band == 0, zero, norm_sq) + stored_g_w * stored_g_w + stored_g_h * stored_g_h;
-  S(x, site_row, site_plane, strip, b) =
-      Tuple(select(phase == 0, image_row(y), phase == 1, g_w, phase == 2, norm_so_far, next[0]),
-            select(phase == 0, zero, phase == 1, g_h, phase == 2, zero, next[1]));
+  const Expr site_row =
+      select(phase == 0, ring_row(y + 1), phase == 1, 0, last, clamp(y - top + 1, 0, strip_rows), ring_row(y));
+  const Expr site_plane =
+      select(phase == 0, u_plane, phase == 1, norm_plane, last, last_dual_plane(band), next_dual_plane);
+  const Expr norm_so_far = select(band == 0, zero, norm_sq) + g_w * g_w + g_h * g_h;
+  S(x, site_row, site_plane, strip, b) = Tuple(select(phase == 0, u_below, phase == 1, norm_so_far, next[0]),
+                                               select(phase == 0 || phase == 1, zero, next[1]));
 
   // out = f + div p_m from the strip's stored p_m; p_m = 0 above the image and left of it.
   const Expr h_strip = h / strip_rows;
