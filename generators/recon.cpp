@@ -104,13 +104,13 @@ TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr w
   // Step k works on the rows [top - m + k, top + R + m - 1 - k) of a strip whose output rows start
   // at `top`: each step one row fewer each side, down to p_m on the strip's rows and the row above
   // (div p reads it). At time t it is on row top - m + t - k, so every step ends at the same time.
-  // Phase 0 computes u_k one row ahead (from time -1, so that a step's first row has the row below).
-  tv.sweep = RDom(0, width, 0, bands, 0, 3, 0, steps, -1, strip_rows + 2 * steps, "tv_sweep");
+  // Phase 0 computes u_k one row ahead (from time -1, so that a step's first row has the row below;
+  // down to the row past the image, whose values the last row's gradient does not use).
+  tv.sweep = RDom(0, width, 0, bands, 0, 2, 0, steps, -1, strip_rows + 2 * steps, "tv_sweep");
   const RVar x = tv.sweep[0], band = tv.sweep[1], phase = tv.sweep[2], k = tv.sweep[3], time = tv.sweep[4];
   const Expr top = strip * strip_rows;
   const Expr y = top - steps + time - k;
-  tv.sweep.where(
-      select(phase == 0, time >= 2 * k - 1 && y + 1 >= 0 && y + 1 < height, time >= 2 * k && y >= 0 && y < height));
+  tv.sweep.where(select(phase == 0, time >= 2 * k - 1 && y >= -1, time >= 2 * k && y >= 0) && y < height);
 
   // A ring holds, at any time, rows from m below the newest one written: m + 1 rows (measured: m
   // rows give wrong results). u_k and u_{k+1} share one ring: step k has read a row before step
@@ -118,8 +118,8 @@ TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr w
   const Expr ring = steps + 1;
   const auto ring_row = [&](const Expr &yy) { return yy % ring; };
   const Expr dual_plane = (k % 2) * bands + band, next_dual_plane = ((k + 1) % 2) * bands + band;
-  const Expr u_plane = 2 * bands + band, norm_plane = 3 * bands;
-  const auto last_dual_plane = [&](const Expr &c_) { return 3 * bands + 1 + c_; };
+  const auto u_plane = [&](const Expr &c_) { return 2 * bands + c_; };
+  const auto last_dual_plane = [&](const Expr &c_) { return 3 * bands + c_; };
   Func &S = tv.state;
   S = Func("tv_state");
   S(w, row, plane, strip, b) = Tuple(undef(t), undef(t));
@@ -135,23 +135,29 @@ TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr w
   // `where` keeps them inside the image), then grad u_k from the ring, 0 on the last column / row
   // (the column past the image is allocated there, its value never used).
   const Expr u_below = image(x, clamp(y + 1, 0, height - 1), band, b) + divergence_at(p_w, p_h, x, y + 1);
-  const auto u = [&](const Expr &xx, const Expr &yy) { return S(xx, ring_row(yy), u_plane, strip, b)[0]; };
-  const Expr g_w = select(x < width - 1, u(x + 1, y) - u(x, y), zero);
-  const Expr g_h = select(y < height - 1, u(x, y + 1) - u(x, y), zero);
-  const Expr norm_sq = S(x, 0, norm_plane, strip, b)[0];
+  const auto u = [&](const Expr &xx, const Expr &yy) { return S(xx, ring_row(yy), u_plane(band), strip, b)[0]; };
+  const auto gradient = [&](const Expr &u_y1) {
+    return std::make_pair(select(x < width - 1, u(x + 1, y) - u(x, y), zero),
+                          select(y < height - 1, u_y1 - u(x, y), zero));
+  };
+  // Phase 0 stores, beside u_k of the row below, the norm of row y summed over the bands so far:
+  // the band before's sum plus this band's |grad u|^2 (grad u_k needs that row below).
+  const auto [g_w0, g_h0] = gradient(u_below);
+  const Expr norm_before = S(x, ring_row(y + 1), u_plane(band - 1), strip, b)[1];
+  const Expr norm_so_far = select(band == 0, zero, norm_before) + g_w0 * g_w0 + g_h0 * g_h0;
+  // Phase 1: the row's new dual, from the ring's u and the last band's sum.
+  const auto [g_w, g_h] = gradient(u(x, y + 1));
+  const Expr norm_sq = S(x, ring_row(y + 1), u_plane(bands - 1), strip, b)[1];
   const Expr old_p_w = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[0], zero);
   const Expr old_p_h = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[1], zero);
   const Tuple next = chambolle_step(old_p_w, old_p_h, g_w, g_h, norm_sq, weight);
 
-  // The three phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
+  // The two phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
   const Expr last = k == steps - 1;
-  const Expr site_row =
-      select(phase == 0, ring_row(y + 1), phase == 1, 0, last, clamp(y - top + 1, 0, strip_rows), ring_row(y));
-  const Expr site_plane =
-      select(phase == 0, u_plane, phase == 1, norm_plane, last, last_dual_plane(band), next_dual_plane);
-  const Expr norm_so_far = select(band == 0, zero, norm_sq) + g_w * g_w + g_h * g_h;
-  S(x, site_row, site_plane, strip, b) = Tuple(select(phase == 0, u_below, phase == 1, norm_so_far, next[0]),
-                                               select(phase == 0 || phase == 1, zero, next[1]));
+  const Expr site_row = select(phase == 0, ring_row(y + 1), last, clamp(y - top + 1, 0, strip_rows), ring_row(y));
+  const Expr site_plane = select(phase == 0, u_plane(band), last, last_dual_plane(band), next_dual_plane);
+  S(x, site_row, site_plane, strip, b) =
+      Tuple(select(phase == 0, u_below, next[0]), select(phase == 0, norm_so_far, next[1]));
 
   // out = f + div p_m from the strip's stored p_m; p_m = 0 above the image and left of it.
   const Expr h_strip = h / strip_rows;

@@ -46,10 +46,10 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 //
 // Everything the sweep keeps is one Func, `state`(w, row, plane, strip, b) = Tuple(., .), whose
 // planes are: the dual's two slots (a ring of rows per band; step k reads slot k % 2 and writes
-// the other), u_k = f + div p_k (a ring of rows per band, so that grad u reads u, not p at ten
-// places), the norm of the current row, and the last dual p_{n-1} of the strip's rows and the row
-// above them. For every (time, step) the sweep runs three phases over the bands: u_k of the row
-// below, the norm of the row summed over the bands, the row's new dual.
+// the other), u_k = f + div p_k beside the norm summed over the bands so far (a ring of rows per
+// band, so that grad u reads u, not p at ten places), and the last dual p_{n-1} of the strip's rows
+// and the row above them. For every (time, step) the sweep runs two phases over the bands: u_k of
+// the row below with the norm of the row, then the row's new dual.
 struct TvVectorial {
   Halide::Func state;
   Halide::RDom sweep;  // (x, band, phase, step, time): phase has a constant extent (a schedule unrolls it)
