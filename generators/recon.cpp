@@ -92,8 +92,8 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   return tv;
 }
 
-TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr weight, Expr iterations,
-                         Expr strip_rows) {
+TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr weight, Expr iterations, Expr strip_rows,
+                         bool with_divergence) {
   TvVectorial tv;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0);
@@ -169,7 +169,11 @@ TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr w
                               (select(h > 0, last_dual(w, h - 1, 1), zero) - last_dual(w, h, 1)),
                           zero);
   tv.out = Func("tv_vectorial");
-  tv.out(w, h, c, b) = Tuple(image(w, h, c, b) + div, div);
+  if (with_divergence) {
+    tv.out(w, h, c, b) = Tuple(image(w, h, c, b) + div, div);
+  } else {
+    tv.out(w, h, c, b) = image(w, h, c, b) + div;
+  }
   return tv;
 }
 

@@ -33,7 +33,7 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 // The vectorial (band-coupled) variant (Bresson & Chan, "Fast dual minimization of the vectorial
 // total variation norm", 2008): the same steps, but every band's dual is divided by the one
 // factor 1 + tau / weight * sqrt(sum_c |grad u_c|^2) of its pixel, so edges are shared by the
-// bands. The result is Tuple(f + div p, div p) (the second is ADMM's b').
+// bands. The result is f + div p, or Tuple(f + div p, div p) `with_divergence` (ADMM's b').
 //
 // The norm couples every band of a pixel, and a step at a row reads the step before at the rows
 // beside it, so all the steps run in one sweep down the image, a wavefront: at time t, step k
@@ -53,11 +53,11 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 struct TvVectorial {
   Halide::Func state;
   Halide::RDom sweep;  // (x, band, phase, step, time): phase has a constant extent (a schedule unrolls it)
-  Halide::Func out;    // Tuple(f + div p_{n-1}, div p_{n-1}), (w, h, c, b)
+  Halide::Func out;    // f + div p_{n-1}, or Tuple(f + div p_{n-1}, div p_{n-1}), (w, h, c, b)
   Halide::Expr strip_rows;
 };
 TvVectorial tv_vectorial(Halide::Func image, Halide::Expr width, Halide::Expr height, Halide::Expr bands,
-                         Halide::Expr weight, Halide::Expr iterations, Halide::Expr strip_rows);
+                         Halide::Expr weight, Halide::Expr iterations, Halide::Expr strip_rows, bool with_divergence);
 
 // One accelerated GAP-TV iteration (Yuan 2016; y1 starts at 0):
 //   yb = A x;  y1' = y1 + (y - yb);  x' = TV(x + lambda A^T((y1' - yb) / Phi))

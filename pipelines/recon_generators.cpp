@@ -60,19 +60,21 @@ class TvChambolleGenerator : public FamilyGenerator<TvChambolleGenerator<T>, sch
   }
 };
 
-// Vectorial TV: every step in one sweep (generators/recon.h), strips of `strip_rows` rows in parallel.
-template <class T>
-class TvVectorialGenerator : public FamilyGenerator<TvVectorialGenerator<T>, sched::ReconKnobs> {
+// Vectorial TV: every step in one sweep (generators/recon.h), strips of `strip_rows` rows in
+// parallel. The result f + div p, and with WithDivergence also div p (ADMM-TV's b').
+template <class T, bool WithDivergence>
+class TvVectorialGenerator : public FamilyGenerator<TvVectorialGenerator<T, WithDivergence>, sched::ReconKnobs> {
  public:
   GeneratorInput<Buffer<T>> x{"image", 4};
   GeneratorInput<T> weight{"weight"};
   GeneratorInput<int> iterations{"iterations"};
   GeneratorInput<int> strip_rows{"strip_rows"};
-  GeneratorOutput<Func> out{"out", {type_of<T>(), type_of<T>()}, 4};  // (f + div p, div p)
+  GeneratorOutput<Func> out{
+      "out", WithDivergence ? std::vector<Type>{type_of<T>(), type_of<T>()} : std::vector<Type>{type_of<T>()}, 4};
 
   void generate() {
-    auto op =
-        alg::tv_vectorial(x, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight, iterations, strip_rows);
+    auto op = alg::tv_vectorial(x, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight, iterations,
+                                strip_rows, WithDivergence);
     out = op.out;
     const ReconEstimates e;
     x.set_estimates(e.cassi.cube());
@@ -83,6 +85,10 @@ class TvVectorialGenerator : public FamilyGenerator<TvVectorialGenerator<T>, sch
     this->schedule_with_knobs(op);
   }
 };
+template <class T>
+using TvVectorialImageGenerator = TvVectorialGenerator<T, false>;
+template <class T>
+using TvVectorialDivergenceGenerator = TvVectorialGenerator<T, true>;
 
 template <class T>
 class GapTvGenerator : public FamilyGenerator<GapTvGenerator<T>, sched::ReconKnobs> {
@@ -139,6 +145,7 @@ class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T>, sched::ReconK
 }  // namespace hpipe
 
 HPIPE_REGISTER_GENERATOR(hpipe::TvChambolleGenerator, tv_chambolle)
-HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialGenerator, tv_vectorial)
+HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialImageGenerator, tv_vectorial)
+HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialDivergenceGenerator, tv_vectorial_divergence)
 HPIPE_REGISTER_GENERATOR(hpipe::GapTvGenerator, gap_tv_step)
 HPIPE_REGISTER_GENERATOR(hpipe::AdmmTvGenerator, admm_tv_step)

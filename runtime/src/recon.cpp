@@ -27,13 +27,14 @@ namespace {
 template <class T>
 struct ReconKernels;
 
-#define HPIPE_RECON_KERNELS(T, suffix)                                              \
-  template <>                                                                       \
-  struct ReconKernels<T> {                                                          \
-    static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);           \
-    static constexpr auto tv_vectorial = HPIPE_KERNEL(hpipe_tv_vectorial_##suffix); \
-    static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);           \
-    static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);         \
+#define HPIPE_RECON_KERNELS(T, suffix)                                                                    \
+  template <>                                                                                             \
+  struct ReconKernels<T> {                                                                                \
+    static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);                                 \
+    static constexpr auto tv_vectorial = HPIPE_KERNEL(hpipe_tv_vectorial_##suffix);                       \
+    static constexpr auto tv_vectorial_divergence = HPIPE_KERNEL(hpipe_tv_vectorial_divergence_##suffix); \
+    static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);                                 \
+    static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);                               \
   };
 HPIPE_RECON_KERNELS(float, f32)
 HPIPE_RECON_KERNELS(double, f64)
@@ -97,17 +98,21 @@ std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, bool cu
   return std::max<std::int64_t>(1, std::min(rows, kTvStripBytes / row_bytes));
 }
 
-// The vectorial TV of `image` into (out, div p): one kernel, every step.
+// The vectorial TV of `image` into `out`, and div p into `div` where given: one kernel, every step.
 template <class T>
-void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out, View<T, 4> div,
-                  const Options &options) {
+void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out,
+                  std::optional<View<T, 4>> div, const Options &options) {
   Call call(op, options);
   auto fa = call.input("x", image);
   auto oa = call.output("out", out);
-  auto da = call.output("divergence", div);
-  const std::int64_t strip_rows = tv_strip_rows(image.shape(), sizeof(T), call.uses_cuda());
-  call.run(ReconKernels<T>::tv_vectorial, fa, static_cast<T>(tv.weight), tv.iterations, static_cast<int>(strip_rows),
-           oa, da);
+  const int strip_rows = static_cast<int>(tv_strip_rows(image.shape(), sizeof(T), call.uses_cuda()));
+  const T weight = static_cast<T>(tv.weight);
+  if (div) {
+    auto da = call.output("divergence", *div);
+    call.run(ReconKernels<T>::tv_vectorial_divergence, fa, weight, tv.iterations, strip_rows, oa, da);
+  } else {
+    call.run(ReconKernels<T>::tv_vectorial, fa, weight, tv.iterations, strip_rows, oa);
+  }
 }
 
 template <class T>
@@ -115,11 +120,7 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   Call call("tv_denoise", options);
   check_tv(call, tv);
   check_shape(call, "out", out, x.shape(), " (the shape of x)");
-  if (tv.vectorial) {
-    const ScratchCube<T> div("tv_denoise", x.shape());
-    tv_vectorial<T>("tv_denoise", x, tv, out, div.view(), options);
-    return;
-  }
+  if (tv.vectorial) return tv_vectorial<T>("tv_denoise", x, tv, out, std::nullopt, options);
   auto xa = call.input("x", x);
   auto oa = call.output("out", out);
   call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, oa);
@@ -171,10 +172,7 @@ void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, 
   const Dispersion d = p.dispersion;
   call.run(ReconKernels<T>::gap, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
            static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, p.accelerate ? 1 : 0, xo, y1o);
-  if (data) {
-    const ScratchCube<T> div("gap_tv_step", x.shape());
-    tv_vectorial<T>("gap_tv_step", View<const T, 4>(data->view()), p.tv, x_next, div.view(), options);
-  }
+  if (data) tv_vectorial<T>("gap_tv_step", View<const T, 4>(data->view()), p.tv, x_next, std::nullopt, options);
 }
 
 template <class T>
