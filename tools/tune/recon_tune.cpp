@@ -1,7 +1,7 @@
 // The reconstruction family's entry in the tuner registry: the TV denoiser and one GAP-TV and one
 // ADMM-TV iteration, their cases and tolerances. Algorithms, estimates and knob structs are the
-// generators' own (pipelines/recon_generators.cpp). The vectorial TV (tv_vectorial) is not
-// registered yet: it keeps its C++ defaults.
+// generators' own (pipelines/recon_generators.cpp). The vectorial TV is tuned as tv_vectorial
+// (its divergence variant takes the same knobs).
 #include <sstream>
 
 #include "generators/recon.h"
@@ -56,7 +56,7 @@ std::string describe(const Problem &q) {
   return s.str();
 }
 
-enum class Kind { tv, gap, admm };
+enum class Kind { tv, tv_vectorial, gap, admm };
 
 Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
   const CassiProblem &p = q.p;
@@ -66,10 +66,13 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
   Case c;
   c.shape = describe(q);
   c.output_extents = cube;
-  if (kind == Kind::tv) {
+  if (kind == Kind::tv || kind == Kind::tv_vectorial) {
+    const bool vectorial = kind == Kind::tv_vectorial;
     c.inputs = {dense("image", cube, x), float_arg("weight", q.weight), int_arg("iterations", q.iterations)};
+    // Two strips per image, as the runtime cuts them for two worker threads.
+    if (vectorial) c.inputs.push_back(int_arg("strip_rows", (H + 1) / 2));
     c.output_name = "out";
-    c.expected = reference::tv_chambolle(p, x, float(q.weight), q.iterations);
+    c.expected = reference::tv_chambolle(p, x, float(q.weight), q.iterations, vectorial);
     return c;
   }
   const reference::ReconSettings s;  // lambda, gamma, accelerate as the runtime's defaults
@@ -166,6 +169,17 @@ HPIPE_TUNE_FAMILY(recon) {
     set_output(built, op.out, e.cassi.cube());
     return op;
   };
+  std::function<alg::TvVectorial(Built &)> tv_vectorial = [](Built &built) {
+    const ReconEstimates e;
+    ImageParam x = buffer_param(built, "image", 4, e.cassi.cube());
+    Param<float> weight = float_param(built, "weight", 0.1f);
+    Param<int> iterations = int_param(built, "iterations", e.tv_iterations);
+    Param<int> strip_rows = int_param(built, "strip_rows", e.cassi.height / 2);
+    auto op = alg::tv_vectorial(x, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight, iterations,
+                                strip_rows, false);
+    set_output(built, op.out, e.cassi.cube());
+    return op;
+  };
   std::function<alg::GapTvIteration(Built &)> gap = [](Built &built) {
     const ReconEstimates e;
     ReconParams args(built, e);
@@ -194,6 +208,7 @@ HPIPE_TUNE_FAMILY(recon) {
   };
   return {
       make_op<K, alg::TvChambolle>("tv_chambolle", tv, cases_of(Kind::tv), kTvTolerance),
+      make_op<K, alg::TvVectorial>("tv_vectorial", tv_vectorial, cases_of(Kind::tv_vectorial), kTvTolerance),
       make_op<K, alg::GapTvIteration>("gap_tv_step", gap, cases_of(Kind::gap), kTvTolerance),
       make_op<K, alg::AdmmTvIteration>("admm_tv_step", admm, cases_of(Kind::admm), kTvTolerance),
   };
