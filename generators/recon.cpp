@@ -84,9 +84,11 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   tv.dual = p;
 
   const Expr last = max(iterations - 1, 0) % 2;
+  tv.identity = iterations == 1;
   tv.divergence = Func("tv_divergence");
-  tv.divergence(w, h, c, b) = divergence_at([&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[0]; },
-                                            [&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[1]; }, w, h);
+  tv.divergence(w, h, c, b) = select(tv.identity, zero,
+                                     divergence_at([&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[0]; },
+                                                   [&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[1]; }, w, h));
   tv.out = Func("tv_out");
   tv.out(w, h, c, b) = tv.image(w, h, c, b) + tv.divergence(w, h, c, b);
   return tv;

@@ -24,6 +24,7 @@ struct TvChambolle {
   Halide::Func dual;            // p(w, h, c, b, slot) = Tuple(p_w, p_h); step k reads slot k % 2, writes (k + 1) % 2
   Halide::RDom first_step;  // (x, y, once): step 0, an update of its own that reads no dual; once: 1 pass, 0 if n = 1
   Halide::RDom steps;       // (x, y, k) over the image and the dual steps k = 1 .. n - 2
+  Halide::Expr identity;    // n == 1: out = f, the dual unused (a schedule specializes on it)
   Halide::Func divergence;  // div p_{n-1}(w, h, c, b), with p = 0 outside the image
   Halide::Func out;         // f + divergence
 };

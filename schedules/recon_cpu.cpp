@@ -40,6 +40,8 @@ Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const Rec
   // grad f once per task: the steps then read no clamped neighbour of f (docs/performance-notes.md).
   Func image_gradient = tv.image_gradient;
   image_gradient.compute_at(out, task).vectorize(arg(image_gradient, 0), lanes, TailStrategy::GuardWithIf);
+  // One iteration (the vectorial GAP-TV / ADMM-TV data step) neither fills nor reads a dual.
+  out.specialize(tv.identity);
   return task;
 }
 
