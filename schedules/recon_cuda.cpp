@@ -56,13 +56,15 @@ void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k)
 }
 
 void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k) {
-  // A block per strip of a batch item, its threads along a row; the sweep's state in global memory
-  // (a strip's rings and last dual are too large for shared memory).
+  // A block per strip of a batch item, all its threads along a row (the sweep has no other
+  // parallel dimension: a row's phases are separated by barriers); the sweep's state in global
+  // memory (a strip's rings and last dual are too large for shared memory).
+  const int threads = k.block_w * k.block_h;
   Func out = op.out;
   Var w = arg(out, 0), h = arg(out, 1), c = arg(out, 2), b = arg(out, 3);
   Var ho("ho"), hi("hi"), wo("wo"), wi("wi"), task("task");
   out.split(h, ho, hi, op.strip_rows, TailStrategy::GuardWithIf)
-      .split(w, wo, wi, k.block_w, TailStrategy::GuardWithIf)
+      .split(w, wo, wi, threads, TailStrategy::GuardWithIf)
       .reorder(wi, wo, c, hi, ho, b)
       .fuse(ho, b, task)
       .gpu_blocks(task)
@@ -71,7 +73,7 @@ void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k)
   RVar xo("xo"), xi("xi");
   op.state.update()
       .allow_race_conditions()
-      .split(op.sweep[0], xo, xi, k.block_w, TailStrategy::GuardWithIf)
+      .split(op.sweep[0], xo, xi, threads, TailStrategy::GuardWithIf)
       .gpu_threads(xi)
       .unroll(op.sweep[2]);
 }
