@@ -8,8 +8,9 @@
 // one reciprocal): docs/performance-notes.md.
 //
 // GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 2.93 ms; ADMM-TV 3.26 ms; TV 2.45 ms; 2-core AMD EPYC
-// (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24. Vectorial TV (one sweep): 3.21 ms, 1.25x per
-// band (was 8.86 ms, 3.5x); 2-core Intel Xeon (model 167, AVX-512, VM), hpipe_bench median of 3, 2026-11-25.
+// (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24. Vectorial TV (one sweep): 3.35 ms, 1.27x per
+// band (was 8.86 ms, 3.5x); GAP-TV / ADMM-TV with it 4.30 / 4.79 ms, 1.28x / 1.31x per band; 2-core Intel
+// Xeon (model 167, AVX-512, VM), make bench median of 3, 2026-11-25.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
