@@ -38,7 +38,7 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 //
 // The norm couples every band of a pixel, and a step at a row reads the step before at the rows
 // beside it, so all the steps run in one sweep down the image, a wavefront: at time t, step k
-// works on row t - k (plus the sweep's first row), whose inputs step k - 1 finished at time t - 1
+// works on the row t - k below the sweep's first, whose inputs step k - 1 finished at time t - 1
 // or t. The duals then live in a ring of a few rows per band (cache-sized whatever the image),
 // written in one pass per step instead of one pass over the cube per step. The image is cut into
 // strips of `strip_rows` rows, each swept on its own from (iterations - 1) rows above to as many

@@ -73,6 +73,20 @@ TYPED_TEST(ReconTyped, TvMatchesSkimageAlgorithmOnCuda) {
   for (const auto &tc : kTvCases) check_tv<TypeParam>(tc, Device::cuda, seed++);
 }
 
+// The vectorial TV cuts an image into one strip per worker thread: whatever the count (strips
+// shorter than the rows they recompute each side, a short last one, one row each), the result is
+// the whole image's.
+TYPED_TEST(ReconTyped, VectorialTvStripsGiveTheWholeImagesResult) {
+  const int threads = num_threads();
+  std::uint32_t seed = 120;
+  for (const int count : {1, 3, 7, 23}) {
+    SCOPED_TRACE("threads=" + std::to_string(count));
+    set_num_threads(count);
+    check_tv<TypeParam>({1, 3, 23, 17, 0.1, 5, true}, Device::cpu, seed++);
+  }
+  set_num_threads(threads);
+}
+
 TEST(ReconTv, ConstantImageIsAFixedPoint) {
   Array<float, 4> x({1, 2, 9, 12});
   for (std::int64_t i = 0; i < x.size(); i++) x.data()[i] = 0.375f;
