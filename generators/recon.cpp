@@ -94,9 +94,30 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   return tv;
 }
 
-TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr weight, Expr iterations, Expr strip_rows,
-                         bool with_divergence) {
+namespace {
+
+// f + div p_m, or Tuple(f + div p_m, div p_m) `with_divergence`, from p_m(x, y, component) of band
+// c, item b (read inside the image; 0 above and left of it, and everywhere when m = 0).
+template <class LastDual>
+Func vectorial_out(Func image, const Expr &steps, bool with_divergence, LastDual last_dual) {
+  const Expr zero = cast(value_type(image), 0);
+  const Expr div = select(steps > 0,
+                          (select(w > 0, last_dual(w - 1, h, 0), zero) - last_dual(w, h, 0)) +
+                              (select(h > 0, last_dual(w, h - 1, 1), zero) - last_dual(w, h, 1)),
+                          zero);
+  Func out("tv_vectorial");
+  if (with_divergence) {
+    out(w, h, c, b) = Tuple(image(w, h, c, b) + div, div);
+  } else {
+    out(w, h, c, b) = image(w, h, c, b) + div;
+  }
+  return out;
+}
+
+TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, Expr weight, Expr iterations,
+                               Expr strip_rows, bool with_divergence) {
   TvVectorial tv;
+  tv.form = TvVectorialForm::sweep;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0);
   const Expr steps = max(iterations - 1, 0);  // m dual steps: step k makes p_{k+1} from p_k, p_0 = 0
@@ -161,22 +182,64 @@ TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr w
   S(x, site_row, site_plane, strip, b) =
       Tuple(select(phase == 0, u_below, next[0]), select(phase == 0, norm_so_far, next[1]));
 
-  // out = f + div p_m from the strip's stored p_m; p_m = 0 above the image and left of it.
+  // out from the strip's stored p_m.
   const Expr h_strip = h / strip_rows;
-  const auto last_dual = [&](const Expr &xx, const Expr &yy, int component) {
+  tv.out = vectorial_out(image, steps, with_divergence, [&](const Expr &xx, const Expr &yy, int component) {
     return S(xx, clamp(yy - h_strip * strip_rows + 1, 0, strip_rows), last_dual_plane(c), h_strip, b)[component];
-  };
-  const Expr div = select(steps > 0,
-                          (select(w > 0, last_dual(w - 1, h, 0), zero) - last_dual(w, h, 0)) +
-                              (select(h > 0, last_dual(w, h - 1, 1), zero) - last_dual(w, h, 1)),
-                          zero);
-  tv.out = Func("tv_vectorial");
-  if (with_divergence) {
-    tv.out(w, h, c, b) = Tuple(image(w, h, c, b) + div, div);
-  } else {
-    tv.out(w, h, c, b) = image(w, h, c, b) + div;
-  }
+  });
   return tv;
+}
+
+TvVectorial tv_vectorial_steps(Func image, Expr width, Expr height, Expr bands, Expr weight, Expr iterations,
+                               Expr strip_rows, bool with_divergence) {
+  TvVectorial tv;
+  tv.form = TvVectorialForm::steps;
+  tv.strip_rows = strip_rows;
+  const Type t = value_type(image);
+  const Expr zero = cast(t, 0);
+  const Expr steps = max(iterations - 1, 0);
+  const Var plane("plane");
+  tv.sweep = RDom(0, bands, 0, 2, 0, width, 0, height, 0, steps, "tv_steps");
+  const RVar band = tv.sweep[0], phase = tv.sweep[1], x = tv.sweep[2], y = tv.sweep[3], k = tv.sweep[4];
+  const Expr norm_plane = 2 * bands;
+  Func &S = tv.state;
+  S = Func("tv_state");
+  S(w, h, plane, b) = Tuple(undef(t), undef(t));
+
+  // p_k of this band, 0 outside the image and for k = 0 (the state holds other values there).
+  const Expr dual_plane = (k % 2) * bands + band;
+  const auto p_w = [&](const Expr &xx, const Expr &yy) {
+    return select(likely(k > 0) && likely(xx >= 0), S(xx, yy, dual_plane, b)[0], zero);
+  };
+  const auto p_h = [&](const Expr &xx, const Expr &yy) {
+    return select(likely(k > 0) && likely(yy >= 0), S(xx, yy, dual_plane, b)[1], zero);
+  };
+  // u_k = f + div p_k (f clamped for bounds inference only: the gradient does not use the column
+  // or row past the image), grad u_k 0 on the last column / row.
+  const auto u = [&](const Expr &xx, const Expr &yy) {
+    return image(min(xx, width - 1), min(yy, height - 1), band, b) + divergence_at(p_w, p_h, xx, yy);
+  };
+  const Expr u_here = u(x, y);
+  const Expr g_w = select(x < width - 1, u(x + 1, y) - u_here, zero);
+  const Expr g_h = select(y < height - 1, u(x, y + 1) - u_here, zero);
+  const Expr norm_so_far = select(band == 0, zero, S(x, y, norm_plane, b)[0]) + g_w * g_w + g_h * g_h;
+  const Tuple next = chambolle_step(p_w(x, y), p_h(x, y), g_w, g_h, S(x, y, norm_plane, b)[0], weight);
+  const Expr site_plane = select(phase == 0, norm_plane, ((k + 1) % 2) * bands + band);
+  S(x, y, site_plane, b) = Tuple(select(phase == 0, norm_so_far, next[0]), select(phase == 0, norm_so_far, next[1]));
+
+  const Expr last_plane = (steps % 2) * bands + c;
+  tv.out = vectorial_out(image, steps, with_divergence,
+                         [&](const Expr &xx, const Expr &yy, int component) { return S(xx, yy, last_plane, b)[component]; });
+  return tv;
+}
+
+}  // namespace
+
+TvVectorial tv_vectorial(Func image, Expr width, Expr height, Expr bands, Expr weight, Expr iterations, Expr strip_rows,
+                         bool with_divergence, TvVectorialForm form) {
+  return form == TvVectorialForm::sweep
+             ? tv_vectorial_sweep(image, width, height, bands, weight, iterations, strip_rows, with_divergence)
+             : tv_vectorial_steps(image, width, height, bands, weight, iterations, strip_rows, with_divergence);
 }
 
 namespace {

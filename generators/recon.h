@@ -36,29 +36,43 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 // factor 1 + tau / weight * sqrt(sum_c |grad u_c|^2) of its pixel, so edges are shared by the
 // bands. The result is f + div p, or Tuple(f + div p, div p) `with_divergence` (ADMM's b').
 //
-// The norm couples every band of a pixel, and a step at a row reads the step before at the rows
-// beside it, so all the steps run in one sweep down the image, a wavefront: at time t, step k
-// works on the row t - k below the sweep's first, whose inputs step k - 1 finished at time t - 1
-// or t. The duals then live in a ring of a few rows per band (cache-sized whatever the image),
-// written in one pass per step instead of one pass over the cube per step. The image is cut into
-// strips of `strip_rows` rows, each swept on its own from (iterations - 1) rows above to as many
-// below (the rows a strip's steps depend on; recomputed by its neighbours), so that strips run in
-// parallel.
+// The norm couples every band of a pixel. Two layouts of the steps (TvVectorialForm):
 //
-// Everything the sweep keeps is one Func, `state`(w, row, plane, strip, b) = Tuple(., .), whose
-// planes are: the dual's two slots (a ring of rows per band; step k reads slot k % 2 and writes
-// the other), u_k = f + div p_k beside the norm summed over the bands so far (a ring of rows per
-// band, so that grad u reads u, not p at ten places), and the last dual p_{n-1} of the strip's rows
-// and the row above them. For every (time, step) the sweep runs two phases over the bands: u_k of
-// the row below with the norm of the row, then the row's new dual.
+// `sweep` (CPU): a step at a row reads the step before at the rows beside it, so all the steps run
+// in one sweep down the image, a wavefront: at time t, step k works on the row t - k below the
+// sweep's first, whose inputs step k - 1 finished at time t - 1 or t. The duals then live in a
+// ring of a few rows per band (cache-sized whatever the image), written in one pass per step
+// instead of one pass over the cube per step. The image is cut into strips of `strip_rows` rows,
+// each swept on its own from (iterations - 1) rows above to as many below (the rows a strip's
+// steps depend on; recomputed by its neighbours), so that strips run in parallel.
+// `state`(w, row, plane, strip, b) = Tuple(., .) holds everything the sweep keeps; its planes are:
+// the dual's two slots (a ring of rows per band; step k reads slot k % 2 and writes the other),
+// u_k = f + div p_k beside the norm summed over the bands so far (a ring of rows per band, so that
+// grad u reads u, not p at ten places), and the last dual p_{n-1} of the strip's rows and the row
+// above them. For every (time, step) the sweep runs two phases over the bands: u_k of the row
+// below with the norm of the row, then the row's new dual.
+//
+// `steps` (GPU): each step is one pass over the cube whose pixels are independent (a wavefront
+// leaves a GPU a few rows of work at a time): `state`(w, h, plane, b) = Tuple(., .) holds the
+// dual's two slots of every band (p_k in slot k % 2) and a plane for the norm; for each pixel
+// phase 0 sums |grad u_k|^2 over the bands, phase 1 writes every band's p_{k+1}. grad u_k is
+// recomputed from p_k in both phases (its reads are neighbours', cached). `strip_rows` is unused.
+enum class TvVectorialForm { sweep, steps };
+inline TvVectorialForm tv_vectorial_form(const Halide::Target &t) {
+  return t.has_gpu_feature() ? TvVectorialForm::steps : TvVectorialForm::sweep;
+}
 struct TvVectorial {
+  TvVectorialForm form;
   Halide::Func state;
-  Halide::RDom sweep;  // (x, band, phase, step, time): phase has a constant extent (a schedule unrolls it)
-  Halide::Func out;    // f + div p_{n-1}, or Tuple(f + div p_{n-1}, div p_{n-1}), (w, h, c, b)
+  // sweep: (x, band, phase, step, time); steps: (band, phase, x, y, step). `phase` has a constant
+  // extent (a schedule unrolls it).
+  Halide::RDom sweep;
+  Halide::Func out;  // f + div p_{n-1}, or Tuple(f + div p_{n-1}, div p_{n-1}), (w, h, c, b)
   Halide::Expr strip_rows;
 };
 TvVectorial tv_vectorial(Halide::Func image, Halide::Expr width, Halide::Expr height, Halide::Expr bands,
-                         Halide::Expr weight, Halide::Expr iterations, Halide::Expr strip_rows, bool with_divergence);
+                         Halide::Expr weight, Halide::Expr iterations, Halide::Expr strip_rows, bool with_divergence,
+                         TvVectorialForm form);
 
 // One accelerated GAP-TV iteration (Yuan 2016; y1 starts at 0):
 //   yb = A x;  y1' = y1 + (y - yb);  x' = TV(x + lambda A^T((y1' - yb) / Phi))

@@ -74,7 +74,7 @@ class TvVectorialGenerator : public FamilyGenerator<TvVectorialGenerator<T, With
 
   void generate() {
     auto op = alg::tv_vectorial(x, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight, iterations,
-                                strip_rows, WithDivergence);
+                                strip_rows, WithDivergence, alg::tv_vectorial_form(this->get_target()));
     out = op.out;
     const ReconEstimates e;
     x.set_estimates(e.cassi.cube());

@@ -10,6 +10,7 @@
 #include "block_cache.h"
 #include "call.h"
 #include "cassi_checks.h"
+#include "cuda_support.h"
 #include "kernels.h"
 
 namespace hpipe {
@@ -70,27 +71,40 @@ double residual_norm(View<const T, 3> y, View<const T, 4> x, const Mask<T> &mask
   return std::sqrt(sum);
 }
 
-// A dense cube of uninitialised scratch, for the vectorial TV's intermediates.
+// A dense cube of uninitialised scratch for the vectorial TV's intermediates, in the memory of
+// the kernels that use it.
 template <class T>
-struct ScratchCube {
-  Shape4 shape;
-  detail::Scratch<T> storage;
-  ScratchCube(const char *op, const Shape4 &cube)
-      : shape(cube), storage(static_cast<std::size_t>(detail::checked_product(op, cube))) {}
-  View<T, 4> view() const { return View<T, 4>(storage.data(), shape); }
+class ScratchCube {
+ public:
+  ScratchCube(const char *op, const Shape4 &cube, bool on_cuda, const Options &options) : shape_(cube) {
+    const auto count = static_cast<std::size_t>(detail::checked_product(op, cube));
+    if (on_cuda) {
+      device_.emplace(count * sizeof(T), options.cuda_stream);
+    } else {
+      host_.emplace(count);
+    }
+  }
+  View<T, 4> view() const {
+    return device_ ? View<T, 4>(static_cast<T *>(device_->data()), shape_, Memory::cuda)
+                   : View<T, 4>(host_->data(), shape_);
+  }
+
+ private:
+  Shape4 shape_;
+  std::optional<detail::Scratch<T>> host_;
+  std::optional<detail::CudaScratch> device_;
 };
 
 // Rows of a strip of the vectorial TV's sweep (generators/recon.h). Each strip recomputes the
 // (iterations - 1) rows each side of it, so strips are as tall as possible: on the CPU as many as
 // give every worker thread a task, no taller than keeps a strip's last dual (2 values per pixel of
-// every band) within kTvStripBytes, about a core's share of the last-level cache; on CUDA a block
-// each, kTvCudaStripRows rows.
+// every band) within kTvStripBytes, about a core's share of the last-level cache. CUDA kernels
+// take the steps form, which has no strips.
 constexpr std::int64_t kTvStripBytes = std::int64_t(8) << 20;
-constexpr std::int64_t kTvCudaStripRows = 32;
 
 std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, bool cuda) {
   const std::int64_t height = cube[2];
-  if (cuda) return std::min(height, kTvCudaStripRows);
+  if (cuda) return height;
   const std::int64_t threads = num_threads();
   const std::int64_t strips_per_item = std::max<std::int64_t>(1, (threads + cube[0] - 1) / cube[0]);
   const std::int64_t row_bytes = 2 * cube[1] * cube[3] * static_cast<std::int64_t>(element_size);
@@ -166,7 +180,7 @@ void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, 
   auto pa = call.input("phi", phi);
   // The vectorial TV runs after the kernel's data step (a kernel TV of 1 iteration is the identity).
   std::optional<ScratchCube<T>> data;
-  if (p.tv.vectorial) data.emplace("gap_tv_step", x.shape());
+  if (p.tv.vectorial) data.emplace("gap_tv_step", x.shape(), call.uses_cuda(), options);
   auto xo = call.output("x_next", data ? data->view() : x_next);
   auto y1o = call.output("y1_next", y1_next);
   const Dispersion d = p.dispersion;
@@ -191,7 +205,10 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
   auto pa = call.input("phi", phi);
   // Vectorial: the kernel with a TV of 1 iteration gives (x - b, 0); the TV gives (theta', b' = div p).
   std::optional<ScratchCube<T>> data, zero;
-  if (p.tv.vectorial) data.emplace("admm_tv_step", theta.shape()), zero.emplace("admm_tv_step", theta.shape());
+  if (p.tv.vectorial) {
+    data.emplace("admm_tv_step", theta.shape(), call.uses_cuda(), options);
+    zero.emplace("admm_tv_step", theta.shape(), call.uses_cuda(), options);
+  }
   auto to = call.output("theta_next", data ? data->view() : theta_next);
   auto bo = call.output("b_next", zero ? zero->view() : b_next);
   const Dispersion d = p.dispersion;

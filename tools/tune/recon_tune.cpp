@@ -176,7 +176,7 @@ HPIPE_TUNE_FAMILY(recon) {
     Param<int> iterations = int_param(built, "iterations", e.tv_iterations);
     Param<int> strip_rows = int_param(built, "strip_rows", e.cassi.height / 2);
     auto op = alg::tv_vectorial(x, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight, iterations,
-                                strip_rows, false);
+                                strip_rows, false, alg::tv_vectorial_form(built.target));
     set_output(built, op.out, e.cassi.cube());
     return op;
   };
