@@ -14,17 +14,26 @@
 
 namespace hpipe::alg {
 
+// How the signal's zero padding is made: `staged` (CPU): padded is zeros, then the row copied in
+// by an update, so a schedule can stage rows densely and read them with plain vector loads;
+// `bounded` (GPU): padded is a select on the index, inlined into the taps' loads (cached), so
+// the whole convolution is one kernel with no staging pass.
+enum class Conv1dForm { staged, bounded };
+inline Conv1dForm conv1d_form(const Halide::Target &t) {
+  return t.has_gpu_feature() ? Conv1dForm::bounded : Conv1dForm::staged;
+}
+
 struct Conv1d {
+  Conv1dForm form;
   Halide::Expr taps;    // Lv
-  Halide::Func padded;  // padded(x, i): the signal, zero outside [0, Ls); zeros, then the row copied
-                        // in by an update, so a schedule can stage rows densely without clamping
+  Halide::Func padded;  // padded(x, i): the signal, zero outside [0, Ls)
   Halide::Func conv;    // conv(k, i) = sum_j padded(k + offset - j, i) * v(j, i)
   Halide::Func out;     // = conv; separate so a schedule can accumulate in registers
-  Halide::RDom signal;  // [0, Ls): the copy into padded
+  Halide::RDom signal;  // staged: [0, Ls), the copy into padded
   Halide::RDom kernel;  // [0, Lv): the taps
 };
 Conv1d conv1d(Halide::Func signal, Halide::Expr signal_length, Halide::Func kernel, Halide::Expr taps,
-              Halide::Expr offset);
+              Halide::Expr offset, Conv1dForm form);
 
 // Estimates: the large W3 case of shared/workloads.md, N = 100000 rows, Ls = 9, Lv = 7, full.
 struct Conv1dEstimates {

@@ -21,7 +21,8 @@ class Conv1dGenerator : public FamilyGenerator<Conv1dGenerator<T>, sched::Conv1d
   GeneratorOutput<Buffer<T>> out{"out", 2};
 
   void generate() {
-    auto op = alg::conv1d(signal, signal.dim(0).extent(), kernel, kernel.dim(0).extent(), offset);
+    auto op = alg::conv1d(signal, signal.dim(0).extent(), kernel, kernel.dim(0).extent(), offset,
+                          alg::conv1d_form(this->get_target()));
     out = op.out;
     const alg::Conv1dEstimates e;
     signal.set_estimates(e.signal_region());

@@ -17,6 +17,7 @@ namespace hpipe::sched {
 using namespace Halide;
 
 void schedule_cpu(alg::Conv1d op, const Target &t, const Conv1dCpuKnobs &k) {
+  _halide_user_assert(op.form == alg::Conv1dForm::staged) << "the CPU schedule of conv1d is for its staged form";
   const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
   Var x = arg(op.out, 0), i = arg(op.out, 1);
   Var io("io"), ii("ii"), is("is"), xo("xo"), xi("xi");
