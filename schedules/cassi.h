@@ -22,18 +22,26 @@ struct CassiCpuKnobs {
 
 struct CassiCudaKnobs {
   int block_w = 32;  // threads of a block along width
-  int block_h = 8;   // ... along height
+  int block_h = 4;   // ... along height
   // Bands a thread handles in one unrolled step, so that their loads are in flight together: a band
   // sum's step, or the bands of its pixel that a thread writes into a cube.
-  int bands_per_thread = 7;
+  int bands_per_thread = 2;
+  // Batch items a thread handles, unrolled: they share the mask's loads (and Phi's) and the index
+  // arithmetic.
+  int items_per_thread = 4;
+  // The defaults: the least total time of A, A^T, A+ and the column-count inverse at W4 over the
+  // 160 variants of hpipe-tune's bundle on an H100, 2026-11-25 (docs/performance-notes.md).
 
   template <class F>
   void visit(F &&f) {
     f("block_w", block_w, Candidates{16, 32, 64, 128});
     f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
     f("bands_per_thread", bands_per_thread, Candidates{1, 2, 4, 7, 8});
+    f("items_per_thread", items_per_thread, Candidates{1, 2, 4});
   }
-  bool valid() const { return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1; }
+  bool valid() const {
+    return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1 && items_per_thread >= 1;
+  }
 };
 
 // sum_per_vector places the band sum's accumulator: ops without a band sum ignore it.

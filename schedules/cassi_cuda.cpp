@@ -1,10 +1,11 @@
 // CUDA schedules of the CASSI family: one thread per output pixel, blocks of block_w x block_h,
 // each dispersion axis in a kernel of its own. A thread handles bands_per_thread bands in one
-// unrolled step: the steps of a band sum, or that many bands of its pixel in a cube output. With
-// one band at a time, each thread had one load in flight, too few to cover the memory latency
-// (docs/performance-notes.md).
+// unrolled step (the steps of a band sum, or that many bands of its pixel in a cube output) of
+// items_per_thread batch items, which share the mask's loads. With one band at a time, each
+// thread had one load in flight, too few to cover the memory latency (docs/performance-notes.md).
 //
-// W4 A 0.071 ms, Aᵀ 0.058 ms, A⁺ 0.079 ms, column-count inverse 0.090 ms (58 / 72 / 53 / 46% of BM_cuda_copy);
+// W4 A 0.070 ms, Aᵀ 0.060 ms, A⁺ 0.073 ms, column-count inverse 0.073 ms (59 / 70 / 57 / 57% of BM_cuda_copy;
+// A's kernel alone 59 us, 70% of the DRAM peak under ncu: the rest is the call's launch and wait);
 // H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-25.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
@@ -19,21 +20,41 @@ namespace {
 // bands in registers, bands_per_thread of them per unrolled step.
 void schedule_band_sum(Func out, alg::BandSum s, const CassiCudaKnobs &k) {
   // Both stages of the sum run inside the thread, so the update is scheduled with it.
-  s.gather.compute_at(out, gpu_tile_image(out, k.block_w, k.block_h));
   RVar outer("bands_outer"), inner("bands_inner");
-  s.gather.update().split(s.bands.x, outer, inner, k.bands_per_thread, TailStrategy::GuardWithIf).unroll(inner);
+  if (out.dimensions() == 3 && k.items_per_thread > 1) {
+    // A thread's items innermost in each band step, so that one mask load serves them all.
+    const Var w = arg(out, 0), h = arg(out, 1), b = arg(out, 2);
+    Var wo("wo"), ho("ho"), wi("wi"), hi("hi"), bo("bo"), bi("bi");
+    out.split(b, bo, bi, k.items_per_thread, TailStrategy::GuardWithIf)
+        .gpu_tile(w, h, wo, ho, wi, hi, k.block_w, k.block_h, TailStrategy::GuardWithIf)
+        .reorder(bi, wi, hi, wo, ho, bo)
+        .unroll(bi)
+        .gpu_blocks(bo);
+    s.gather.compute_at(out, wi).unroll(arg(s.gather, 2));
+    s.gather.update()
+        .split(s.bands.x, outer, inner, k.bands_per_thread, TailStrategy::GuardWithIf)
+        .reorder(arg(s.gather, 2), inner, outer)
+        .unroll(arg(s.gather, 2))
+        .unroll(inner);
+  } else {
+    s.gather.compute_at(out, gpu_tile_image(out, k.block_w, k.block_h));
+    s.gather.update().split(s.bands.x, outer, inner, k.bands_per_thread, TailStrategy::GuardWithIf).unroll(inner);
+  }
   specialize_on_axis(out, s.axis);
 }
 
-// A cube output f(w, h, c, b): each thread writes bands_per_thread bands of its pixel, unrolled.
+// A cube output f(w, h, c, b): each thread writes bands_per_thread bands of items_per_thread items
+// of its pixel, unrolled.
 void schedule_cube(Func f, const Expr &axis, const CassiCudaKnobs &k) {
   const Var w = arg(f, 0), h = arg(f, 1), c = arg(f, 2), b = arg(f, 3);
-  Var wo("wo"), ho("ho"), wi("wi"), hi("hi"), co("co"), ci("ci"), blocks("blocks");
+  Var wo("wo"), ho("ho"), wi("wi"), hi("hi"), co("co"), ci("ci"), bo("bo"), bi("bi"), blocks("blocks");
   f.split(c, co, ci, k.bands_per_thread, TailStrategy::GuardWithIf)
+      .split(b, bo, bi, k.items_per_thread, TailStrategy::GuardWithIf)
       .gpu_tile(w, h, wo, ho, wi, hi, k.block_w, k.block_h, TailStrategy::GuardWithIf)
-      .reorder(ci, wi, hi, wo, ho, co, b)
+      .reorder(bi, ci, wi, hi, wo, ho, co, bo)
+      .unroll(bi)
       .unroll(ci)
-      .fuse(co, b, blocks)
+      .fuse(co, bo, blocks)
       .gpu_blocks(blocks);
   specialize_on_axis(f, axis);
 }
