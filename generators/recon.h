@@ -65,7 +65,8 @@ struct TvVectorial {
   TvVectorialForm form;
   Halide::Func state;
   // sweep: (x, band, phase, step, time); steps: (band, phase, x, y, step). `phase` has a constant
-  // extent (a schedule unrolls it).
+  // extent, and a schedule of the sweep must unroll it: with `phase` a loop, Halide 14 gives the
+  // sweep wrong results (0.1 off the reference at 3 iterations, JIT on the CPU, 2026-11-25).
   Halide::RDom sweep;
   Halide::Func out;  // f + div p_{n-1}, or Tuple(f + div p_{n-1}, div p_{n-1}), (w, h, c, b)
   Halide::Expr strip_rows;
