@@ -62,7 +62,7 @@ void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k)
   state.compute_root();
   // A launch per step (the step loop on the host); a thread per pixel runs both phases over the
   // bands, so its norm is its own (see generators/recon.h).
-  // 28 x 256 x 256 x 2, 5 iterations: 0.135 ms, 1.08x the per-band TV (a block per 32-row strip of the
+  // 28 x 256 x 256, 5 iterations: 0.135 ms, 1.08x the per-band TV (a block per 32-row strip of the
   // sweep: 3.73 ms); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-25.
   const RVar band = op.sweep[0], phase = op.sweep[1], x = op.sweep[2], y = op.sweep[3], step = op.sweep[4];
   RVar xy("xy"), xyo("xyo"), xyi("xyi");
