@@ -228,8 +228,9 @@ TvVectorial tv_vectorial_steps(Func image, Expr width, Expr height, Expr bands, 
   S(x, y, site_plane, b) = Tuple(select(phase == 0, norm_so_far, next[0]), select(phase == 0, norm_so_far, next[1]));
 
   const Expr last_plane = (steps % 2) * bands + c;
-  tv.out = vectorial_out(image, steps, with_divergence,
-                         [&](const Expr &xx, const Expr &yy, int component) { return S(xx, yy, last_plane, b)[component]; });
+  tv.out = vectorial_out(image, steps, with_divergence, [&](const Expr &xx, const Expr &yy, int component) {
+    return S(xx, yy, last_plane, b)[component];
+  });
   return tv;
 }
 

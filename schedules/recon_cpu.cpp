@@ -74,7 +74,8 @@ void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) 
 }
 
 void schedule_cpu(alg::TvVectorial op, const Target &t, const ReconCpuKnobs &k) {
-  _halide_user_assert(op.form == alg::TvVectorialForm::sweep) << "the CPU schedule of tv_vectorial is for its sweep form";
+  _halide_user_assert(op.form == alg::TvVectorialForm::sweep)
+      << "the CPU schedule of tv_vectorial is for its sweep form";
   // One task per strip of a batch item: the sweep's rings (~1 MiB at 28 x 256, 5 iterations) stay
   // in the core's L2; each phase a loop over a row, vectorized.
   const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);

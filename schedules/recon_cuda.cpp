@@ -56,7 +56,8 @@ void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k)
 }
 
 void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k) {
-  _halide_user_assert(op.form == alg::TvVectorialForm::steps) << "the CUDA schedule of tv_vectorial is for its steps form";
+  _halide_user_assert(op.form == alg::TvVectorialForm::steps)
+      << "the CUDA schedule of tv_vectorial is for its steps form";
   gpu_tile_image(op.out, k.block_w, k.block_h);
   Func state = op.state;
   state.compute_root();
