@@ -58,16 +58,27 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
     return chambolle_step(pw, ph, gw, gh, gw * gw + gh * gh, weight);
   };
 
-  // The dual is stored with a one-pixel border that no step writes, 0 there as skimage's "p = 0
-  // outside the image", so every access is a plain neighbour load. Step 0 reads p_0 = 0: it is an
-  // update of its own that reads no dual, and the second update runs steps 1 .. n - 2. Bounds
-  // inference sees an update's rows whatever its step count, so an update without steps has no
-  // rows: n = 1 (out = f, the vectorial GAP-TV / ADMM-TV data step) computes no image gradient.
-  // Step 0 also runs inside a loop of one pass, or none when n = 1: a CUDA schedule keeps that loop
-  // on the host, so it launches nothing rather than a grid of no blocks, which CUDA rejects.
+  // The dual is stored with a one-pixel frame that no step writes, 0 there as skimage's "p = 0
+  // outside the image", so every access is a plain neighbour load. Only the frame is filled: step 0
+  // writes slot 1's interior and step 1 slot 0's before anything reads them, so the pure definition
+  // leaves the planes undefined (filling them with zeros took about a sixth of a TV call). Step 0
+  // reads p_0 = 0: it is an update of its own that reads no dual, and the next update runs steps
+  // 1 .. n - 2. Bounds inference sees an update's rows whatever its step count, so an update
+  // without steps has no rows: n = 1 (out = f, the vectorial GAP-TV / ADMM-TV data step) computes
+  // no image gradient. The frame's slots and step 0 run inside loops of no passes when n = 1: a
+  // CUDA schedule keeps those loops on the host, so they launch nothing rather than a grid of no
+  // blocks, which CUDA rejects.
   const auto rows_for = [&](const Expr &steps) { return select(steps > 0, height, 0); };
   Func p("tv_dual");
-  p(w, h, c, b, s) = Tuple(zero, zero);
+  p(w, h, c, b, s) = Tuple(undef(t), undef(t));
+  // The frame's four sides: rows -1 and `height` (columns -1 .. width), columns -1 and `width` (rows
+  // 0 .. height - 1). The clamps only tell bounds inference where the coordinates go.
+  tv.frame = RDom(0, max(width + 2, height), 0, 4, 0, select(iterations > 1, 2, 0), "tv_frame");
+  const RVar along = tv.frame.x, side = tv.frame.y, frame_slot = tv.frame.z;
+  tv.frame.where(along < select(side < 2, width + 2, height));
+  const Expr frame_x = select(side < 2, clamp(along - 1, -1, width), side == 2, -1, width);
+  const Expr frame_y = select(side == 0, -1, side == 1, height, clamp(along, 0, height - 1));
+  p(frame_x, frame_y, c, b, frame_slot) = Tuple(zero, zero);
   tv.first_step = RDom(0, width, 0, rows_for(iterations - 1), 0, select(iterations > 1, 1, 0), "tv_first_step");
   const RVar x0 = tv.first_step.x, y0 = tv.first_step.y;
   p(x0, y0, c, b, 1) = step(zero, zero, tv.image_gradient(x0, y0, c, b)[0], tv.image_gradient(x0, y0, c, b)[1]);

@@ -21,7 +21,9 @@ namespace hpipe::alg {
 struct TvChambolle {
   Halide::Func image;           // f(w, h, c, b): the image being denoised, a Func a schedule may place
   Halide::Func image_gradient;  // grad f = Tuple(f_w, f_h), constant over the steps: a schedule may store it
-  Halide::Func dual;            // p(w, h, c, b, slot) = Tuple(p_w, p_h); step k reads slot k % 2, writes (k + 1) % 2
+  Halide::Func dual;            // p(w, h, c, b, slot) = Tuple(p_w, p_h); step k reads slot k % 2, writes (k + 1) % 2;
+                                // updates: the frame, step 0, steps 1 .. n - 2
+  Halide::RDom frame;       // (along, side, slot): the pixels around the image, where the dual is 0; no slots if n = 1
   Halide::RDom first_step;  // (x, y, once): step 0, an update of its own that reads no dual; once: 1 pass, 0 if n = 1
   Halide::RDom steps;       // (x, y, k) over the image and the dual steps k = 1 .. n - 2
   Halide::Expr identity;    // n == 1: out = f, the dual unused (a schedule specializes on it)

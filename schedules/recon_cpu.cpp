@@ -31,13 +31,11 @@ Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const Rec
   // Rows padded to whole vectors and the interior starting on one, so that the unshifted loads
   // and the stores do not straddle cache lines (the loads bound a step).
   const Var width = arg(dual, 0);
-  dual.compute_at(out, task)
-      .align_storage(width, lanes)
-      .align_bounds(width, lanes)
-      .vectorize(width, lanes, TailStrategy::GuardWithIf);
-  dual.update(0).vectorize(tv.first_step.x, lanes, TailStrategy::GuardWithIf);
+  dual.compute_at(out, task).align_storage(width, lanes).align_bounds(width, lanes);
+  dual.update(0).unroll(tv.frame.y);  // the frame: 2 (w + h + 2) scalar stores per slot, each side a loop
+  dual.update(1).vectorize(tv.first_step.x, lanes, TailStrategy::GuardWithIf);
   // Step k reads slot k % 2 and writes the other: vectors along a row never overlap what they read.
-  dual.update(1).allow_race_conditions().vectorize(tv.steps.x, lanes, TailStrategy::GuardWithIf);
+  dual.update(2).allow_race_conditions().vectorize(tv.steps.x, lanes, TailStrategy::GuardWithIf);
   // grad f once per task: the steps then read no clamped neighbour of f (docs/performance-notes.md).
   Func image_gradient = tv.image_gradient;
   image_gradient.compute_at(out, task).vectorize(arg(image_gradient, 0), lanes, TailStrategy::GuardWithIf);

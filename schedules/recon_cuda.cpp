@@ -17,8 +17,7 @@ namespace {
 void schedule_tv(const alg::TvChambolle &tv, Func out, const ReconCudaKnobs &k) {
   gpu_tile_image(out, k.block_w, k.block_h);
   Func dual = tv.dual;
-  dual.compute_root();
-  gpu_tile_image(dual, k.block_w, k.block_h);
+  dual.compute_root();  // its pure definition is undefined: no kernel
   Var c = arg(dual, 2), b = arg(dual, 3), cb("cb");
   // The pixels of an image are one fused loop of threads (Halide cannot prove the steps' RVars
   // reorderable, so x and y keep their order).
@@ -33,10 +32,20 @@ void schedule_tv(const alg::TvChambolle &tv, Func out, const ReconCudaKnobs &k) 
         .gpu_threads(xyi)
         .gpu_blocks(xyo, cb);
   };
-  pixels_in_threads(dual.update(0), tv.first_step.x, tv.first_step.y, {tv.first_step.z});
+  // The frame's pixels are distinct (Halide cannot prove it of their computed coordinates); a launch
+  // per slot, the slot loop on the host.
+  RVar frame_o("frame_o"), frame_i("frame_i");
+  dual.update(0)
+      .allow_race_conditions()
+      .reorder(tv.frame.x, c, b, tv.frame.y, tv.frame.z)
+      .fuse(c, b, cb)
+      .split(tv.frame.x, frame_o, frame_i, k.block_w * k.block_h, TailStrategy::GuardWithIf)
+      .gpu_threads(frame_i)
+      .gpu_blocks(frame_o, cb, tv.frame.y);
+  pixels_in_threads(dual.update(1), tv.first_step.x, tv.first_step.y, {tv.first_step.z});
   // Step k reads slot k % 2 and writes the other, so the pixels of one step are independent; the
   // step loop runs on the host, one launch per step.
-  pixels_in_threads(dual.update(1).allow_race_conditions(), tv.steps.x, tv.steps.y, {tv.steps.z});
+  pixels_in_threads(dual.update(2).allow_race_conditions(), tv.steps.x, tv.steps.y, {tv.steps.z});
 }
 
 void schedule_root(Func f, const ReconCudaKnobs &k) {
