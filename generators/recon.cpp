@@ -28,14 +28,18 @@ Tuple forward_gradient(Func f, const Expr &width, const Expr &height) {
                select(h < height - 1, f(w, h + 1, c, b) - f(w, h, c, b), zero));
 }
 
-// One Chambolle step of a dual p = (pw, ph) along the gradient g = (gw, gh), tau = 1/4:
-// (p - tau g) / (1 + tau / weight * sqrt(norm_sq)), where norm_sq is |g|^2 (per band) or its sum
-// over the bands (vectorial).
-Tuple chambolle_step(const Expr &pw, const Expr &ph, const Expr &gw, const Expr &gh, const Expr &norm_sq,
-                     const Expr &weight) {
-  const Expr tau = cast(gw.type(), Expr(0.25f));
-  const Expr inv_scale = reciprocal(1 + (tau / weight) * sqrt(norm_sq));
-  return Tuple((pw - tau * gw) * inv_scale, (ph - tau * gh) * inv_scale);
+const float kTau = 0.25f;  // Chambolle's step
+
+// 1 / (1 + tau / weight * sqrt(norm_sq)), the factor of a Chambolle step, where norm_sq is |g|^2
+// (per band) or its sum over the bands (vectorial).
+Expr chambolle_inverse_scale(const Expr &norm_sq, const Expr &weight) {
+  return reciprocal(1 + (cast(norm_sq.type(), Expr(kTau)) / weight) * sqrt(norm_sq));
+}
+
+// One Chambolle step of a dual p = (pw, ph) along the gradient g = (gw, gh): (p - tau g) * inverse_scale.
+Tuple chambolle_step(const Expr &pw, const Expr &ph, const Expr &gw, const Expr &gh, const Expr &inverse_scale) {
+  const Expr tau = cast(gw.type(), Expr(kTau));
+  return Tuple((pw - tau * gw) * inverse_scale, (ph - tau * gh) * inverse_scale);
 }
 
 }  // namespace
@@ -55,7 +59,7 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   tv.image_gradient = Func("tv_image_gradient");
   tv.image_gradient(w, h, c, b) = forward_gradient(f, width, height);
   const auto step = [&](const Expr &pw, const Expr &ph, const Expr &gw, const Expr &gh) {
-    return chambolle_step(pw, ph, gw, gh, gw * gw + gh * gh, weight);
+    return chambolle_step(pw, ph, gw, gh, chambolle_inverse_scale(gw * gw + gh * gh, weight));
   };
 
   // The dual is stored with a one-pixel frame that no step writes, 0 there as skimage's "p = 0
@@ -140,11 +144,13 @@ TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, 
   // (div p reads it). At time t it is on row top - m + t - k, so every step ends at the same time.
   // Phase 0 computes u_k one row ahead (from time -1, so that a step's first row has the row below;
   // down to the row past the image, whose values the last row's gradient does not use).
-  tv.sweep = RDom(0, width, 0, bands, 0, 2, 0, steps, -1, strip_rows + 2 * steps, "tv_sweep");
+  tv.sweep = RDom(0, width, 0, bands, 0, 3, 0, steps, -1, strip_rows + 2 * steps, "tv_sweep");
   const RVar x = tv.sweep[0], band = tv.sweep[1], phase = tv.sweep[2], k = tv.sweep[3], time = tv.sweep[4];
   const Expr top = strip * strip_rows;
   const Expr y = top - steps + time - k;
-  tv.sweep.where(select(phase == 0, time >= 2 * k - 1 && y >= -1, time >= 2 * k && y >= 0) && y < height);
+  tv.sweep.where(select(phase == 0, time >= 2 * k - 1 && y >= -1,
+                        time >= 2 * k && y >= 0 && (phase == 2 || band == bands - 1)) &&
+                 y < height);
 
   // A ring holds, at any time, rows from m below the newest one written: m + 1 rows (measured: m
   // rows give wrong results). u_k and u_{k+1} share one ring: step k has read a row before step
@@ -179,19 +185,22 @@ TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, 
   const auto [g_w0, g_h0] = gradient(u_below);
   const Expr norm_before = S(x, ring_row(y + 1), u_plane(band - 1), strip, b)[1];
   const Expr norm_so_far = select(band == 0, zero, norm_before) + g_w0 * g_w0 + g_h0 * g_h0;
-  // Phase 1: the row's new dual, from the ring's u and the last band's sum.
+  // Phase 1 (the last band only): the whole sum becomes the step's factor, once per pixel.
+  const Expr norm_sq = S(x, ring_row(y + 1), u_plane(band), strip, b)[1];
+  // Phase 2: the row's new dual, from the ring's u and the stored factor.
   const auto [g_w, g_h] = gradient(u(x, y + 1));
-  const Expr norm_sq = S(x, ring_row(y + 1), u_plane(bands - 1), strip, b)[1];
+  const Expr inverse_scale = S(x, ring_row(y + 1), u_plane(bands - 1), strip, b)[1];
   const Expr old_p_w = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[0], zero);
   const Expr old_p_h = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[1], zero);
-  const Tuple next = chambolle_step(old_p_w, old_p_h, g_w, g_h, norm_sq, weight);
+  const Tuple next = chambolle_step(old_p_w, old_p_h, g_w, g_h, inverse_scale);
 
-  // The two phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
+  // The three phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
   const Expr last = k == steps - 1;
-  const Expr site_row = select(phase == 0, ring_row(y + 1), last, clamp(y - top + 1, 0, strip_rows), ring_row(y));
-  const Expr site_plane = select(phase == 0, u_plane(band), last, last_dual_plane(band), next_dual_plane);
+  const Expr site_row = select(phase < 2, ring_row(y + 1), last, clamp(y - top + 1, 0, strip_rows), ring_row(y));
+  const Expr site_plane = select(phase < 2, u_plane(band), last, last_dual_plane(band), next_dual_plane);
   S(x, site_row, site_plane, strip, b) =
-      Tuple(select(phase == 0, u_below, next[0]), select(phase == 0, norm_so_far, next[1]));
+      Tuple(select(phase == 0, u_below, phase == 1, u(x, y + 1), next[0]),
+            select(phase == 0, norm_so_far, phase == 1, chambolle_inverse_scale(norm_sq, weight), next[1]));
 
   // out from the strip's stored p_m.
   const Expr h_strip = h / strip_rows;
@@ -234,7 +243,8 @@ TvVectorial tv_vectorial_steps(Func image, Expr width, Expr height, Expr bands, 
   const Expr g_w = select(x < width - 1, u(x + 1, y) - u_here, zero);
   const Expr g_h = select(y < height - 1, u(x, y + 1) - u_here, zero);
   const Expr norm_so_far = select(band == 0, zero, S(x, y, norm_plane, b)[0]) + g_w * g_w + g_h * g_h;
-  const Tuple next = chambolle_step(p_w(x, y), p_h(x, y), g_w, g_h, S(x, y, norm_plane, b)[0], weight);
+  const Tuple next =
+      chambolle_step(p_w(x, y), p_h(x, y), g_w, g_h, chambolle_inverse_scale(S(x, y, norm_plane, b)[0], weight));
   const Expr site_plane = select(phase == 0, norm_plane, ((k + 1) % 2) * bands + band);
   S(x, y, site_plane, b) = Tuple(select(phase == 0, norm_so_far, next[0]), select(phase == 0, norm_so_far, next[1]));
 
