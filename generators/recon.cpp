@@ -148,9 +148,9 @@ TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, 
   const RVar x = tv.sweep[0], band = tv.sweep[1], phase = tv.sweep[2], k = tv.sweep[3], time = tv.sweep[4];
   const Expr top = strip * strip_rows;
   const Expr y = top - steps + time - k;
-  tv.sweep.where(select(phase == 0, time >= 2 * k - 1 && y >= -1,
-                        time >= 2 * k && y >= 0 && (phase == 2 || band == bands - 1)) &&
-                 y < height);
+  tv.sweep.where(
+      select(phase == 0, time >= 2 * k - 1 && y >= -1, time >= 2 * k && y >= 0 && (phase == 2 || band == bands - 1)) &&
+      y < height);
 
   // A ring holds, at any time, rows from m below the newest one written: m + 1 rows (measured: m
   // rows give wrong results). u_k and u_{k+1} share one ring: step k has read a row before step

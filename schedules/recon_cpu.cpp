@@ -3,14 +3,13 @@
 // One task per (band, batch) image: the image's gradient and both slots of the dual (6 planes,
 // 1.5 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
 // with rows vectorized along width. The cube-sized data step is computed into the task's image, so
-// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. A TV step is
-// bound by its 12 loads and 2 stores per vector more than by its ~30 vector operations (one sqrt,
-// one reciprocal): docs/performance-notes.md.
+// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. A TV step issues
+// about 33 vector arithmetic instructions per 16 pixels, which AVX-512 runs on two ports: about 17
+// cycles, against 6.5 ns measured (17 cycles at the 2.6 GHz base clock; docs/performance-notes.md).
 //
-// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 2.93 ms; ADMM-TV 3.26 ms; TV 2.45 ms; 2-core AMD EPYC
-// (Zen 4, AVX-512, VM), make bench median of 3, 2026-11-24. Vectorial TV (one sweep): 3.35 ms, 1.27x per
-// band (was 8.86 ms, 3.5x); GAP-TV / ADMM-TV with it 4.30 / 4.79 ms, 1.28x / 1.31x per band; 2-core Intel
-// Xeon (model 167, AVX-512, VM), make bench median of 3, 2026-11-25.
+// TV 2.27 ms, GAP-TV iteration 3.09 ms, ADMM-TV 3.32 ms (28 x 256 x 256, 5 TV steps); vectorial TV
+// (one sweep) 3.40 ms, GAP-TV / ADMM-TV with it 4.30 / 4.72 ms (1.50x / 1.39x / 1.42x per band); 2-core
+// Intel Xeon (model 167, AVX-512, VM), make bench median of 3, 2026-11-25.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
