@@ -93,8 +93,16 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
   auto div_p = [&](Expr xx, Expr yy) { return divergence_at(pw, ph, xx, yy); };
   const Expr div_here = div_p(x, y);
-  const Expr gw = select(x < width - 1, tv.image_gradient(x, y, c, b)[0] + (div_p(x + 1, y) - div_here), zero);
-  const Expr gh = select(y < height - 1, tv.image_gradient(x, y, c, b)[1] + (div_p(x, y + 1) - div_here), zero);
+  // grad u = grad f + grad div p is 0 on the last column and row, where grad f already is: there
+  // the difference of div p (finite: the frame is 0) is multiplied by 0 (one FMA per component,
+  // where a select took a vector compare and a blend; the results are the same).
+  const Expr one = cast(t, 1);
+  tv.forward_weight_w = Func("tv_forward_weight_w");
+  tv.forward_weight_w(w) = select(w < width - 1, one, zero);
+  tv.forward_weight_h = Func("tv_forward_weight_h");
+  tv.forward_weight_h(h) = select(h < height - 1, one, zero);
+  const Expr gw = tv.image_gradient(x, y, c, b)[0] + (div_p(x + 1, y) - div_here) * tv.forward_weight_w(x);
+  const Expr gh = tv.image_gradient(x, y, c, b)[1] + (div_p(x, y + 1) - div_here) * tv.forward_weight_h(y);
   p(x, y, c, b, (k + 1) % 2) = step(pw(x, y), ph(x, y), gw, gh);
   tv.dual = p;
 

@@ -26,9 +26,10 @@ struct TvChambolle {
   Halide::RDom frame;       // (along, side, slot): the pixels around the image, where the dual is 0; no slots if n = 1
   Halide::RDom first_step;  // (x, y, once): step 0, an update of its own that reads no dual; once: 1 pass, 0 if n = 1
   Halide::RDom steps;       // (x, y, k) over the image and the dual steps k = 1 .. n - 2
-  Halide::Expr identity;    // n == 1: out = f, the dual unused (a schedule specializes on it)
-  Halide::Func divergence;  // div p_{n-1}(w, h, c, b), with p = 0 outside the image
-  Halide::Func out;         // f + divergence
+  Halide::Func forward_weight_w, forward_weight_h;  // (i): 1, and 0 on the last column / row
+  Halide::Expr identity;                            // n == 1: out = f, the dual unused (a schedule specializes on it)
+  Halide::Func divergence;                          // div p_{n-1}(w, h, c, b), with p = 0 outside the image
+  Halide::Func out;                                 // f + divergence
 };
 TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr height, Halide::Expr weight,
                          Halide::Expr iterations);

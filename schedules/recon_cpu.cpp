@@ -35,6 +35,10 @@ Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const Rec
   dual.update(1).vectorize(tv.first_step.x, lanes, TailStrategy::GuardWithIf);
   // Step k reads slot k % 2 and writes the other: vectors along a row never overlap what they read.
   dual.update(2).allow_race_conditions().vectorize(tv.steps.x, lanes, TailStrategy::GuardWithIf);
+  // The steps' weights: a row of each per task, loaded (inlined, the simplifier makes selects again).
+  for (Func weight : {tv.forward_weight_w, tv.forward_weight_h}) {
+    weight.compute_at(out, task).vectorize(arg(weight, 0), lanes, TailStrategy::GuardWithIf);
+  }
   // grad f once per task: the steps then read no clamped neighbour of f (docs/performance-notes.md).
   Func image_gradient = tv.image_gradient;
   image_gradient.compute_at(out, task).vectorize(arg(image_gradient, 0), lanes, TailStrategy::GuardWithIf);
