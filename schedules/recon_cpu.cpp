@@ -4,11 +4,11 @@
 // 1.5 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
 // with rows vectorized along width. The cube-sized data step is computed into the task's image, so
 // one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. A TV step issues
-// about 33 vector arithmetic instructions per 16 pixels, which AVX-512 runs on two ports: about 17
-// cycles, against 6.5 ns measured (17 cycles at the 2.6 GHz base clock; docs/performance-notes.md).
+// about 29 vector arithmetic instructions per 16 pixels; an image's planes must fit the core's L2,
+// or every step streams from L3 (2.2x slower per pixel at 512 x 512: docs/performance-notes.md).
 //
-// TV 2.27 ms, GAP-TV iteration 3.09 ms, ADMM-TV 3.32 ms (28 x 256 x 256, 5 TV steps); vectorial TV
-// (one sweep) 3.40 ms, GAP-TV / ADMM-TV with it 4.30 / 4.72 ms (1.50x / 1.39x / 1.42x per band); 2-core
+// TV 2.24 ms, GAP-TV iteration 2.98 ms, ADMM-TV 3.25 ms (28 x 256 x 256, 5 TV steps); vectorial TV
+// (one sweep) 3.23 ms, GAP-TV / ADMM-TV with it 4.13 / 4.62 ms (1.44x / 1.39x / 1.42x per band); 2-core
 // Intel Xeon (model 167, AVX-512, VM), make bench median of 3, 2026-11-25.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
