@@ -44,8 +44,9 @@ Tuple chambolle_step(const Expr &pw, const Expr &ph, const Expr &gw, const Expr 
 
 }  // namespace
 
-TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr iterations) {
+TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr iterations, Expr strip_rows) {
   TvChambolle tv;
+  tv.strip_rows = strip_rows;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0);
   // The image is read one pixel past its last row and column, where the gradient is 0 whatever
@@ -72,25 +73,42 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   // no image gradient. The frame's slots and step 0 run inside loops of no passes when n = 1: a
   // CUDA schedule keeps those loops on the host, so they launch nothing rather than a grid of no
   // blocks, which CUDA rejects.
-  const auto rows_for = [&](const Expr &steps) { return select(steps > 0, height, 0); };
+  //
+  // Strips: the output's rows [top, top + R) of strip `strip` (R = strip_rows) come from a dual of
+  // their own over the window [top - m, top + R + m - 1) of rows (m = n - 1 dual steps), cut to the
+  // image, with the frame around the window. p_1 needs only grad f, exact everywhere; a window's
+  // edge then makes p_k wrong up to k - 1 rows from it, and the output reads p_m one row up: the
+  // strip's rows are exact, the same values as from one window over the whole image.
+  const Var strip("strip");
+  const Expr m = max(iterations - 1, 0);
+  const Expr top = strip * strip_rows;
+  const Expr window_top = max(top - m, 0), window_end = min(top + strip_rows + m - 1, height);
+  const Expr window_rows = strip_rows + 2 * m - 1;  // the most a window has
+  const auto rows_for = [&](const Expr &steps) { return select(steps > 0, window_rows, 0); };
+  const auto window_row = [&](const RVar &r) { return top - m + r; };
   Func p("tv_dual");
-  p(w, h, c, b, s) = Tuple(undef(t), undef(t));
-  // The frame's four sides: rows -1 and `height` (columns -1 .. width), columns -1 and `width` (rows
-  // 0 .. height - 1). The clamps only tell bounds inference where the coordinates go.
-  tv.frame = RDom(0, max(width + 2, height), 0, 4, 0, select(iterations > 1, 2, 0), "tv_frame");
+  p(w, h, c, b, s, strip) = Tuple(undef(t), undef(t));
+  // The frame's four sides: the rows above and below the window (columns -1 .. width), columns -1
+  // and `width` (the window's rows). The clamps only tell bounds inference where the coordinates go.
+  tv.frame = RDom(0, max(width + 2, window_rows), 0, 4, 0, select(iterations > 1, 2, 0), "tv_frame");
   const RVar along = tv.frame.x, side = tv.frame.y, frame_slot = tv.frame.z;
-  tv.frame.where(along < select(side < 2, width + 2, height));
+  tv.frame.where(along < select(side < 2, width + 2, window_end - window_top));
   const Expr frame_x = select(side < 2, clamp(along - 1, -1, width), side == 2, -1, width);
-  const Expr frame_y = select(side == 0, -1, side == 1, height, clamp(along, 0, height - 1));
-  p(frame_x, frame_y, c, b, frame_slot) = Tuple(zero, zero);
+  const Expr frame_y =
+      select(side == 0, window_top - 1, side == 1, window_end, clamp(window_top + along, window_top, window_end - 1));
+  p(frame_x, frame_y, c, b, frame_slot, strip) = Tuple(zero, zero);
   tv.first_step = RDom(0, width, 0, rows_for(iterations - 1), 0, select(iterations > 1, 1, 0), "tv_first_step");
-  const RVar x0 = tv.first_step.x, y0 = tv.first_step.y;
-  p(x0, y0, c, b, 1) = step(zero, zero, tv.image_gradient(x0, y0, c, b)[0], tv.image_gradient(x0, y0, c, b)[1]);
+  const RVar x0 = tv.first_step.x;
+  const Expr y0 = window_row(tv.first_step.y);
+  tv.first_step.where(y0 >= 0 && y0 < window_end);
+  p(x0, y0, c, b, 1, strip) = step(zero, zero, tv.image_gradient(x0, y0, c, b)[0], tv.image_gradient(x0, y0, c, b)[1]);
   tv.steps = RDom(0, width, 0, rows_for(iterations - 2), 1, max(iterations - 2, 0), "tv_step");
-  const RVar x = tv.steps.x, y = tv.steps.y, k = tv.steps.z;
+  const RVar x = tv.steps.x, k = tv.steps.z;
+  const Expr y = window_row(tv.steps.y);
+  tv.steps.where(y >= 0 && y < window_end);
   const Expr read = k % 2;
-  auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[0]; };
-  auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read)[1]; };
+  auto pw = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read, strip)[0]; };
+  auto ph = [&](Expr xx, Expr yy) { return p(xx, yy, c, b, read, strip)[1]; };
   auto div_p = [&](Expr xx, Expr yy) { return divergence_at(pw, ph, xx, yy); };
   const Expr div_here = div_p(x, y);
   // grad u = grad f + grad div p is 0 on the last column and row, where grad f already is: there
@@ -103,15 +121,17 @@ TvChambolle tv_chambolle(Func image, Expr width, Expr height, Expr weight, Expr 
   tv.forward_weight_h(h) = select(h < height - 1, one, zero);
   const Expr gw = tv.image_gradient(x, y, c, b)[0] + (div_p(x + 1, y) - div_here) * tv.forward_weight_w(x);
   const Expr gh = tv.image_gradient(x, y, c, b)[1] + (div_p(x, y + 1) - div_here) * tv.forward_weight_h(y);
-  p(x, y, c, b, (k + 1) % 2) = step(pw(x, y), ph(x, y), gw, gh);
+  p(x, y, c, b, (k + 1) % 2, strip) = step(pw(x, y), ph(x, y), gw, gh);
   tv.dual = p;
 
-  const Expr last = max(iterations - 1, 0) % 2;
+  const Expr last = m % 2;
   tv.identity = iterations == 1;
   tv.divergence = Func("tv_divergence");
-  tv.divergence(w, h, c, b) = select(tv.identity, zero,
-                                     divergence_at([&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[0]; },
-                                                   [&](Expr xx, Expr yy) { return p(xx, yy, c, b, last)[1]; }, w, h));
+  const Expr own_strip = h / strip_rows;
+  tv.divergence(w, h, c, b) =
+      select(tv.identity, zero,
+             divergence_at([&](Expr xx, Expr yy) { return p(xx, yy, c, b, last, own_strip)[0]; },
+                           [&](Expr xx, Expr yy) { return p(xx, yy, c, b, last, own_strip)[1]; }, w, h));
   tv.out = Func("tv_out");
   tv.out(w, h, c, b) = tv.image(w, h, c, b) + tv.divergence(w, h, c, b);
   return tv;
@@ -283,7 +303,7 @@ Func projection_step(Func x, Func normalized, Func mask, const CassiGeometry &g,
 }  // namespace
 
 GapTvIteration gap_tv_iteration(Func x, Func y, Func y1, Func mask, Func phi, const CassiGeometry &g, BandSumForm form,
-                                Expr lambda, Expr accelerate, Expr tv_weight, Expr tv_iterations) {
+                                Expr lambda, Expr accelerate, Expr tv_weight, Expr tv_iterations, Expr tv_strip_rows) {
   GapTvIteration it;
   it.forward = cassi_forward(x, mask, g, form);
   Func yb = it.forward.y;
@@ -292,12 +312,13 @@ GapTvIteration gap_tv_iteration(Func x, Func y, Func y1, Func mask, Func phi, co
   it.normalized = Func("normalized");
   it.normalized(w, h, b) = (select(accelerate != 0, it.y1(w, h, b), y(w, h, b)) - yb(w, h, b)) / phi(w, h);
   it.data = projection_step(x, it.normalized, mask, g, lambda);
-  it.tv = tv_chambolle(it.data, g.width, g.height, tv_weight, tv_iterations);
+  it.tv = tv_chambolle(it.data, g.width, g.height, tv_weight, tv_iterations, tv_strip_rows);
   return it;
 }
 
 AdmmTvIteration admm_tv_iteration(Func theta, Func bvar, Func y, Func mask, Func phi, const CassiGeometry &g,
-                                  BandSumForm form, Expr lambda, Expr gamma, Expr tv_weight, Expr tv_iterations) {
+                                  BandSumForm form, Expr lambda, Expr gamma, Expr tv_weight, Expr tv_iterations,
+                                  Expr tv_strip_rows) {
   AdmmTvIteration it;
   it.sum = Func("theta_plus_b");
   it.sum(w, h, c, b) = theta(w, h, c, b) + bvar(w, h, c, b);
@@ -307,7 +328,7 @@ AdmmTvIteration admm_tv_iteration(Func theta, Func bvar, Func y, Func mask, Func
   it.data = projection_step(it.sum, it.normalized, mask, g, lambda);
   Func shifted("x_minus_b");
   shifted(w, h, c, b) = it.data(w, h, c, b) - bvar(w, h, c, b);
-  it.tv = tv_chambolle(shifted, g.width, g.height, tv_weight, tv_iterations);
+  it.tv = tv_chambolle(shifted, g.width, g.height, tv_weight, tv_iterations, tv_strip_rows);
   it.out = Func("theta_b_next");
   it.out(w, h, c, b) = Tuple(it.tv.out(w, h, c, b), it.tv.divergence(w, h, c, b));
   return it;

@@ -20,19 +20,21 @@ namespace hpipe::alg {
 // (skimage's n-th dual update is never used, so n iterations make n - 1 dual steps; n = 1 returns f).
 struct TvChambolle {
   Halide::Func image;           // f(w, h, c, b): the image being denoised, a Func a schedule may place
+  Halide::Expr strip_rows;      // R: the output's rows come in strips of R, each from a window of its own
   Halide::Func image_gradient;  // grad f = Tuple(f_w, f_h), constant over the steps: a schedule may store it
-  Halide::Func dual;            // p(w, h, c, b, slot) = Tuple(p_w, p_h); step k reads slot k % 2, writes (k + 1) % 2;
-                                // updates: the frame, step 0, steps 1 .. n - 2
-  Halide::RDom frame;       // (along, side, slot): the pixels around the image, where the dual is 0; no slots if n = 1
-  Halide::RDom first_step;  // (x, y, once): step 0, an update of its own that reads no dual; once: 1 pass, 0 if n = 1
-  Halide::RDom steps;       // (x, y, k) over the image and the dual steps k = 1 .. n - 2
+  Halide::Func dual;            // p(w, h, c, b, slot, strip) = Tuple(p_w, p_h) over the strip's window of rows;
+                                // step k reads slot k % 2, writes (k + 1) % 2; updates: the frame, step 0,
+                                // steps 1 .. n - 2
+  Halide::RDom frame;       // (along, side, slot): the pixels around the window, where the dual is 0; no slots if n = 1
+  Halide::RDom first_step;  // (x, row, once): step 0, an update of its own that reads no dual; once: 1 pass, 0 if n = 1
+  Halide::RDom steps;       // (x, row, k) over the window and the dual steps k = 1 .. n - 2
   Halide::Func forward_weight_w, forward_weight_h;  // (i): 1, and 0 on the last column / row
   Halide::Expr identity;                            // n == 1: out = f, the dual unused (a schedule specializes on it)
   Halide::Func divergence;                          // div p_{n-1}(w, h, c, b), with p = 0 outside the image
   Halide::Func out;                                 // f + divergence
 };
 TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr height, Halide::Expr weight,
-                         Halide::Expr iterations);
+                         Halide::Expr iterations, Halide::Expr strip_rows);
 
 // The vectorial (band-coupled) variant (Bresson & Chan, "Fast dual minimization of the vectorial
 // total variation norm", 2008): the same steps, but every band's dual is divided by the one
@@ -91,7 +93,7 @@ struct GapTvIteration {
 };
 GapTvIteration gap_tv_iteration(Halide::Func x, Halide::Func y, Halide::Func y1, Halide::Func mask, Halide::Func phi,
                                 const CassiGeometry &g, BandSumForm form, Halide::Expr lambda, Halide::Expr accelerate,
-                                Halide::Expr tv_weight, Halide::Expr tv_iterations);
+                                Halide::Expr tv_weight, Halide::Expr tv_iterations, Halide::Expr tv_strip_rows);
 
 // One ADMM-TV iteration (Yuan's admm_denoise):
 //   v = theta + b;  x = v + lambda A^T((y - A v) / (Phi + gamma));  theta' = TV(x - b);  b' = b - (x - theta')
@@ -106,7 +108,8 @@ struct AdmmTvIteration {
 };
 AdmmTvIteration admm_tv_iteration(Halide::Func theta, Halide::Func b, Halide::Func y, Halide::Func mask,
                                   Halide::Func phi, const CassiGeometry &g, BandSumForm form, Halide::Expr lambda,
-                                  Halide::Expr gamma, Halide::Expr tv_weight, Halide::Expr tv_iterations);
+                                  Halide::Expr gamma, Halide::Expr tv_weight, Halide::Expr tv_iterations,
+                                  Halide::Expr tv_strip_rows);
 
 // Estimates: one 28-band 256 x 256 scene (the synthetic scene of hpipe synth), S = 2, 5 TV iterations.
 struct ReconEstimates {

@@ -26,6 +26,7 @@ struct ReconArgs {
   GeneratorInput<T> lambda{"lambda"};
   GeneratorInput<T> tv_weight{"tv_weight"};
   GeneratorInput<int> tv_iterations{"tv_iterations"};
+  GeneratorInput<int> tv_strip_rows{"tv_strip_rows"};
 
   CassiGeometry geometry() { return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis}; }
   void set_estimates(const ReconEstimates &e) {
@@ -37,6 +38,7 @@ struct ReconArgs {
     lambda.set_estimate(T(1));
     tv_weight.set_estimate(T(0.1));
     tv_iterations.set_estimate(e.tv_iterations);
+    tv_strip_rows.set_estimate(e.cassi.height / 2);
   }
 };
 
@@ -46,15 +48,17 @@ class TvChambolleGenerator : public FamilyGenerator<TvChambolleGenerator<T>, sch
   GeneratorInput<Buffer<T>> x{"image", 4};
   GeneratorInput<T> weight{"weight"};
   GeneratorInput<int> iterations{"iterations"};
+  GeneratorInput<int> strip_rows{"strip_rows"};
   GeneratorOutput<Buffer<T>> out{"out", 4};
 
   void generate() {
-    auto op = alg::tv_chambolle(x, x.dim(0).extent(), x.dim(1).extent(), weight, iterations);
+    auto op = alg::tv_chambolle(x, x.dim(0).extent(), x.dim(1).extent(), weight, iterations, strip_rows);
     out = op.out;
     const ReconEstimates e;
     x.set_estimates(e.cassi.cube());
     weight.set_estimate(T(0.1));
     iterations.set_estimate(e.tv_iterations);
+    strip_rows.set_estimate(e.cassi.height / 2);
     out.set_estimates(e.cassi.cube());
     this->schedule_with_knobs(op);
   }
@@ -103,7 +107,7 @@ class GapTvGenerator : public FamilyGenerator<GapTvGenerator<T>, sched::ReconKno
   void generate() {
     auto op = alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(),
                                     alg::band_sum_form(this->get_target()), args.lambda, accelerate, args.tv_weight,
-                                    args.tv_iterations);
+                                    args.tv_iterations, args.tv_strip_rows);
     x_next = op.tv.out;
     y1_next = op.y1;
     const ReconEstimates e;
@@ -129,7 +133,7 @@ class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T>, sched::ReconK
   void generate() {
     auto op = alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(),
                                      alg::band_sum_form(this->get_target()), args.lambda, gamma, args.tv_weight,
-                                     args.tv_iterations);
+                                     args.tv_iterations, args.tv_strip_rows);
     next = op.out;
     const ReconEstimates e;
     theta.set_estimates(e.cassi.cube());

@@ -1,11 +1,11 @@
 // CPU-vector schedules of the reconstruction family.
 //
-// One task per (band, batch) image: the image's gradient and both slots of the dual (6 planes,
-// 1.5 MiB at 256 x 256 float) stay in that core's L2/L3 while every Chambolle step sweeps them
-// with rows vectorized along width. The cube-sized data step is computed into the task's image, so
-// one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. A TV step issues
-// about 29 vector arithmetic instructions per 16 pixels; an image's planes must fit the core's L2,
-// or every step streams from L3 (2.2x slower per pixel at 512 x 512: docs/performance-notes.md).
+// One task per strip of rows of a (band, batch) image: the window's gradient and both slots of its
+// dual (6 planes; the runtime sizes strips so that they fit a core's L2) stay in cache while every
+// Chambolle step sweeps them with rows vectorized along width. The cube-sized data step is computed into the task's
+// image, so one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. A TV step issues about 29
+// vector arithmetic instructions per 16 pixels; an image's planes must fit the core's L2, or every step streams from L3
+// (2.2x slower per pixel at 512 x 512: docs/performance-notes.md).
 //
 // TV 2.24 ms, GAP-TV iteration 2.98 ms, ADMM-TV 3.25 ms (28 x 256 x 256, 5 TV steps); vectorial TV
 // (one sweep) 3.23 ms, GAP-TV / ADMM-TV with it 4.13 / 4.62 ms (1.44x / 1.39x / 1.42x per band); 2-core
@@ -20,12 +20,16 @@ using namespace Halide;
 
 namespace {
 
-// The TV output out(w, h, c, b) (or a Tuple beside it): one parallel task per image, the dual
-// computed inside the task. Returns the task loop.
+// The TV output out(w, h, c, b) (or a Tuple beside it): one parallel task per strip of an image,
+// the strip's dual computed inside the task. Returns the task loop.
 Var schedule_tv(const alg::TvChambolle &tv, Func out, const Target &t, const ReconCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
-  Var task("task");
-  out.fuse(arg(out, 2), arg(out, 3), task).parallel(task).vectorize(arg(out, 0), lanes, TailStrategy::GuardWithIf);
+  Var task("task"), strip("strip"), row("row");
+  out.split(arg(out, 1), strip, row, tv.strip_rows, TailStrategy::GuardWithIf)
+      .fuse(strip, arg(out, 2), task)
+      .fuse(task, arg(out, 3), task)
+      .parallel(task)
+      .vectorize(arg(out, 0), lanes, TailStrategy::GuardWithIf);
   Func dual = tv.dual;
   // Rows padded to whole vectors and the interior starting on one, so that the unshifted loads
   // and the stores do not straddle cache lines (the loads bound a step).

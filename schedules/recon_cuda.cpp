@@ -42,7 +42,8 @@ void schedule_tv(const alg::TvChambolle &tv, Func out, const ReconCudaKnobs &k) 
       .split(tv.frame.x, frame_o, frame_i, k.block_w * k.block_h, TailStrategy::GuardWithIf)
       .gpu_threads(frame_i)
       .gpu_blocks(frame_o, cb, tv.frame.y);
-  pixels_in_threads(dual.update(1), tv.first_step.x, tv.first_step.y, {tv.first_step.z});
+  // Step 0's rows are a window's (an offset of the RVar, which Halide cannot prove distinct).
+  pixels_in_threads(dual.update(1).allow_race_conditions(), tv.first_step.x, tv.first_step.y, {tv.first_step.z});
   // Step k reads slot k % 2 and writes the other, so the pixels of one step are independent; the
   // step loop runs on the host, one launch per step.
   pixels_in_threads(dual.update(2).allow_race_conditions(), tv.steps.x, tv.steps.y, {tv.steps.z});

@@ -29,6 +29,8 @@ const std::vector<TvCase> kTvCases = {
     {1, 2, 23, 1, 0.2, 5},     // W = 1
     {1, 3, 17, 33, 0.05, 13},  // odd sizes, more steps than a vector
     {2, 2, 31, 70, 0.3, 6},    // rows longer than several vectors, with a tail
+    {1, 2, 100, 4096, 0.1, 5},  // rows too wide for a core's L2: strips of rows, each from a window of its own
+    {1, 1, 50, 4096, 0.1, 2},   // strips with one dual step (windows one row beyond)
     // vectorial (band-coupled)
     {1, 3, 5, 7, 0.1, 1, true},     // one iteration returns the input (no dual step)
     {2, 3, 6, 9, 0.1, 2, true},     // the first step alone (p = 0 known, the dual not read)
@@ -227,6 +229,30 @@ TEST(ReconGeometry, BatchPerBandMaskAlongHeight) {
     const auto expected = method == ReconMethod::gap_tv ? reference::gap_tv(p, to_doubles(y), to_doubles(mask), s)
                                                         : reference::admm_tv(p, to_doubles(y), to_doubles(mask), s);
     EXPECT_TRUE(all_near(to_doubles(x), expected.x, tolerance::kReconFloat64));
+  }
+}
+
+// Rows too wide for a core's L2: the TV of each image runs in strips of rows (generators/recon.h),
+// the result element by element as the whole image's, along either axis.
+TEST(ReconGeometry, StripsOfWideImages) {
+  for (const bool along_height : {false, true}) {
+    const CassiProblem p{1, 3, 60, 3000, along_height ? -2 : 2, along_height};
+    SCOPED_TRACE(along_height ? "along height" : "along width");
+    const auto truth = random_array<double, 4>({p.B, p.C, p.H, p.W}, 9);
+    const auto mask = random_array<double, 2>({p.H, p.W}, 10);
+    const auto y = measurement_of<double>(p, reference::cassi_forward(p, to_doubles(truth), to_doubles(mask)));
+    reference::ReconSettings s;
+    s.iterations = 2;
+    ReconParams params;
+    params.dispersion = {p.step, along_height ? Axis::height : Axis::width};
+    params.iterations = s.iterations;
+    for (ReconMethod method : {ReconMethod::gap_tv, ReconMethod::admm_tv}) {
+      SCOPED_TRACE(to_string(method));
+      const auto x = reconstruct(method, y.view(), Mask<double>(mask.view()), p.C, params, {}, {Device::cpu});
+      const auto expected = method == ReconMethod::gap_tv ? reference::gap_tv(p, to_doubles(y), to_doubles(mask), s)
+                                                          : reference::admm_tv(p, to_doubles(y), to_doubles(mask), s);
+      EXPECT_TRUE(all_near(to_doubles(x), expected.x, tolerance::kReconFloat64));
+    }
   }
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include <unistd.h>
+
 #include "block_cache.h"
 #include "call.h"
 #include "cassi_checks.h"
@@ -112,6 +114,29 @@ std::int64_t tv_strip_rows(const Shape4 &cube, std::size_t element_size, bool cu
   return std::max<std::int64_t>(1, std::min(rows, kTvStripBytes / row_bytes));
 }
 
+// Rows of a strip of the per-band TV (generators/recon.h): each (band, item) image is cut into
+// strips of equal height whose windows (the strip, n - 1 rows above, n - 2 below, and the frame)
+// keep the task's planes (the gradient and the dual, 6; GAP-TV and ADMM-TV also hold their data
+// step's image, 7) within 7/8 of a core's L2: an image that does not fit streams every step from
+// L3 (512 x 512 float32: 2.2x slower per pixel, docs/performance-notes.md). Strips stay at least 4
+// windows' extra rows tall, so that the rows computed twice cost at most a quarter. CUDA kernels
+// take one strip.
+constexpr int kTvPlanes = 6, kTvIterationPlanes = 7;
+
+std::int64_t tv_band_strip_rows(const Shape4 &cube, std::size_t element_size, int iterations, int planes, bool cuda) {
+  const std::int64_t height = cube[2];
+  if (cuda) return height;
+  static const std::int64_t window_bytes = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return (l2 > 0 ? std::int64_t(l2) : std::int64_t(1) << 20) / 8 * 7;
+  }();
+  const std::int64_t extra_rows = 2 * std::max(iterations - 1, 0) + 1;
+  const std::int64_t row_bytes = planes * (cube[3] + 2) * static_cast<std::int64_t>(element_size);
+  const std::int64_t rows = std::max(window_bytes / row_bytes - extra_rows, 4 * extra_rows);
+  const std::int64_t strips = (height + rows - 1) / rows;
+  return (height + strips - 1) / strips;
+}
+
 // The vectorial TV of `image` into `out`, and div p into `div` where given: one kernel, every step.
 template <class T>
 void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out,
@@ -137,7 +162,9 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   if (tv.vectorial) return tv_vectorial<T>("tv_denoise", x, tv, out, std::nullopt, options);
   auto xa = call.input("x", x);
   auto oa = call.output("out", out);
-  call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, oa);
+  const int strip_rows =
+      static_cast<int>(tv_band_strip_rows(x.shape(), sizeof(T), tv.iterations, kTvPlanes, call.uses_cuda()));
+  call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, strip_rows, oa);
 }
 
 template <class T>
@@ -184,8 +211,11 @@ void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, 
   auto xo = call.output("x_next", data ? data->view() : x_next);
   auto y1o = call.output("y1_next", y1_next);
   const Dispersion d = p.dispersion;
+  const int tv_iterations = p.tv.vectorial ? 1 : p.tv.iterations;
+  const int strip_rows =
+      static_cast<int>(tv_band_strip_rows(x.shape(), sizeof(T), tv_iterations, kTvIterationPlanes, call.uses_cuda()));
   call.run(ReconKernels<T>::gap, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-           static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, p.accelerate ? 1 : 0, xo, y1o);
+           static_cast<T>(p.tv.weight), tv_iterations, strip_rows, p.accelerate ? 1 : 0, xo, y1o);
   if (data) tv_vectorial<T>("gap_tv_step", View<const T, 4>(data->view()), p.tv, x_next, std::nullopt, options);
 }
 
@@ -212,8 +242,11 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
   auto to = call.output("theta_next", data ? data->view() : theta_next);
   auto bo = call.output("b_next", zero ? zero->view() : b_next);
   const Dispersion d = p.dispersion;
+  const int tv_iterations = p.tv.vectorial ? 1 : p.tv.iterations;
+  const int strip_rows = static_cast<int>(
+      tv_band_strip_rows(theta.shape(), sizeof(T), tv_iterations, kTvIterationPlanes, call.uses_cuda()));
   call.run(ReconKernels<T>::admm, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-           static_cast<T>(p.tv.weight), p.tv.vectorial ? 1 : p.tv.iterations, static_cast<T>(p.gamma), to, bo);
+           static_cast<T>(p.tv.weight), tv_iterations, strip_rows, static_cast<T>(p.gamma), to, bo);
   if (data) tv_vectorial<T>("admm_tv_step", View<const T, 4>(data->view()), p.tv, theta_next, b_next, options);
 }
 

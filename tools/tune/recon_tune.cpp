@@ -68,9 +68,9 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
   c.output_extents = cube;
   if (kind == Kind::tv || kind == Kind::tv_vectorial) {
     const bool vectorial = kind == Kind::tv_vectorial;
-    c.inputs = {dense("image", cube, x), float_arg("weight", q.weight), int_arg("iterations", q.iterations)};
-    // Two strips per image, as the runtime cuts them for two worker threads.
-    if (vectorial) c.inputs.push_back(int_arg("strip_rows", (H + 1) / 2));
+    // Two strips per image (the runtime cuts the vectorial TV so for two worker threads).
+    c.inputs = {dense("image", cube, x), float_arg("weight", q.weight), int_arg("iterations", q.iterations),
+                int_arg("strip_rows", (H + 1) / 2)};
     c.output_name = "out";
     c.expected = reference::tv_chambolle(p, x, float(q.weight), q.iterations, vectorial);
     return c;
@@ -83,10 +83,11 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
   const auto second = random_values(p.B * p.C * p.H * p.W, seed + 3);  // b (ADMM)
   const auto y1 = random_values(p.B * p.Hm() * p.Wm(), seed + 4);      // y1 (GAP)
   c.inputs = {
-      dense("measurement", meas, y),    {"coded_mask", true, {W, H, C}, {1, W, p.per_band_mask ? W * H : 0}, mask},
-      dense("phi", {Wm, Hm}, phi),      int_arg("step", p.step),
-      int_arg("axis", p.along_height),  float_arg("lambda", s.lambda),
-      float_arg("tv_weight", q.weight), int_arg("tv_iterations", q.iterations)};
+      dense("measurement", meas, y),        {"coded_mask", true, {W, H, C}, {1, W, p.per_band_mask ? W * H : 0}, mask},
+      dense("phi", {Wm, Hm}, phi),          int_arg("step", p.step),
+      int_arg("axis", p.along_height),      float_arg("lambda", s.lambda),
+      float_arg("tv_weight", q.weight),     int_arg("tv_iterations", q.iterations),
+      int_arg("tv_strip_rows", (H + 1) / 2)};
   const double lambda = float(s.lambda), weight = float(q.weight), gamma = float(s.gamma);
   if (kind == Kind::gap) {
     // x' = TV(x + lambda A^T((y1' - A x) / Phi)), y1' = y1 + (y - A x); the outputs x', y1'.
@@ -140,7 +141,7 @@ struct ReconParams {
   ImageParam y, mask, phi;
   Param<int> step, axis;
   Param<float> lambda, tv_weight;
-  Param<int> tv_iterations;
+  Param<int> tv_iterations, tv_strip_rows;
 
   explicit ReconParams(Built &built, const ReconEstimates &e)
       : y(buffer_param(built, "measurement", 3, e.cassi.measurement())),
@@ -150,7 +151,8 @@ struct ReconParams {
         axis(int_param(built, "axis", e.cassi.axis)),
         lambda(float_param(built, "lambda", 1)),
         tv_weight(float_param(built, "tv_weight", 0.1f)),
-        tv_iterations(int_param(built, "tv_iterations", e.tv_iterations)) {}
+        tv_iterations(int_param(built, "tv_iterations", e.tv_iterations)),
+        tv_strip_rows(int_param(built, "tv_strip_rows", e.cassi.height / 2)) {}
   CassiGeometry geometry() const {
     return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis};
   }
@@ -165,7 +167,8 @@ HPIPE_TUNE_FAMILY(recon) {
     ImageParam x = buffer_param(built, "image", 4, e.cassi.cube());
     Param<float> weight = float_param(built, "weight", 0.1f);
     Param<int> iterations = int_param(built, "iterations", e.tv_iterations);
-    auto op = alg::tv_chambolle(x, x.dim(0).extent(), x.dim(1).extent(), weight, iterations);
+    Param<int> strip_rows = int_param(built, "strip_rows", e.cassi.height / 2);
+    auto op = alg::tv_chambolle(x, x.dim(0).extent(), x.dim(1).extent(), weight, iterations, strip_rows);
     set_output(built, op.out, e.cassi.cube());
     return op;
   };
@@ -188,7 +191,7 @@ HPIPE_TUNE_FAMILY(recon) {
     Param<int> accelerate = int_param(built, "accelerate", 1);
     auto op =
         alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(), alg::band_sum_form(built.target),
-                              args.lambda, accelerate, args.tv_weight, args.tv_iterations);
+                              args.lambda, accelerate, args.tv_weight, args.tv_iterations, args.tv_strip_rows);
     set_output(built, op.tv.out, e.cassi.cube());
     op.y1.set_estimates(e.cassi.measurement());
     built.more_outputs.push_back(op.y1);
@@ -202,7 +205,7 @@ HPIPE_TUNE_FAMILY(recon) {
     Param<float> gamma = float_param(built, "gamma", 0.01f);
     auto op =
         alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), alg::band_sum_form(built.target),
-                               args.lambda, gamma, args.tv_weight, args.tv_iterations);
+                               args.lambda, gamma, args.tv_weight, args.tv_iterations, args.tv_strip_rows);
     set_output(built, op.out, e.cassi.cube());
     return op;
   };
