@@ -86,7 +86,12 @@ void BM_tv_denoise(benchmark::State &state) {
                           ->Unit(benchmark::kMillisecond))
 HPIPE_RECON_BENCH(BM_gap_tv_step);
 HPIPE_RECON_BENCH(BM_admm_tv_step);
-HPIPE_RECON_BENCH(BM_tv_denoise);
+// The same pixels as 7 images of 512 x 512, whose planes outgrow a core's L2 (strips of rows).
+HPIPE_BENCHMARK(BM_tv_denoise, ->Args({28, 256, 256, 2, 5, 0})
+                                   ->Args({28, 256, 256, 2, 5, 1})
+                                   ->Args({7, 512, 512, 2, 5, 0})
+                                   ->UseRealTime()
+                                   ->Unit(benchmark::kMillisecond));
 
 }  // namespace
 }  // namespace hpipe::bench

@@ -25,6 +25,7 @@ ROWS = [
     ("ADMM-TV iteration, vectorial TV", "BM_admm_tv_step/28/256/256/2/5/1", None, "≤ 1.5 × per band"),
     ("TV denoiser, 5 steps", "BM_tv_denoise/28/256/256/2/5/0", None, "≤ 2 ms"),
     ("TV denoiser, vectorial", "BM_tv_denoise/28/256/256/2/5/1", None, "≤ 1.5 × per band"),
+    ("TV denoiser, the same pixels as 7 × 512 × 512", "BM_tv_denoise/7/512/512/2/5/0", None, "—"),
     ("W1 dot 500 × 500", "BM_dot/500/500", "read", "faster than (a*b).sum(1)"),
     ("W1 dot 4096 × 4096", "BM_dot/4096/4096", "read", "≥ 80%"),
     ("W1 dot, 4 long rows", "BM_dot/4/10000000", "read", "—"),

@@ -22,13 +22,13 @@ struct TvCase {
 };
 
 const std::vector<TvCase> kTvCases = {
-    {1, 1, 1, 1, 0.1, 5},      // a single pixel: nothing to smooth
-    {1, 1, 5, 7, 0.1, 1},      // one iteration returns the input
-    {2, 3, 7, 5, 0.1, 2},      // one dual step
-    {1, 2, 1, 19, 0.2, 5},     // H = 1
-    {1, 2, 23, 1, 0.2, 5},     // W = 1
-    {1, 3, 17, 33, 0.05, 13},  // odd sizes, more steps than a vector
-    {2, 2, 31, 70, 0.3, 6},    // rows longer than several vectors, with a tail
+    {1, 1, 1, 1, 0.1, 5},       // a single pixel: nothing to smooth
+    {1, 1, 5, 7, 0.1, 1},       // one iteration returns the input
+    {2, 3, 7, 5, 0.1, 2},       // one dual step
+    {1, 2, 1, 19, 0.2, 5},      // H = 1
+    {1, 2, 23, 1, 0.2, 5},      // W = 1
+    {1, 3, 17, 33, 0.05, 13},   // odd sizes, more steps than a vector
+    {2, 2, 31, 70, 0.3, 6},     // rows longer than several vectors, with a tail
     {1, 2, 100, 4096, 0.1, 5},  // rows too wide for a core's L2: strips of rows, each from a window of its own
     {1, 1, 50, 4096, 0.1, 2},   // strips with one dual step (windows one row beyond)
     // vectorial (band-coupled)
