@@ -2,14 +2,15 @@
 //
 // One task per strip of rows of a (band, batch) image: the window's gradient and both slots of its
 // dual (6 planes; the runtime sizes strips so that they fit a core's L2) stay in cache while every
-// Chambolle step sweeps them with rows vectorized along width. The cube-sized data step is computed into the task's
-// image, so one GAP-TV iteration reads x twice (A x, then the data step) and writes x' once. A TV step issues about 29
-// vector arithmetic instructions per 16 pixels; an image's planes must fit the core's L2, or every step streams from L3
-// (2.2x slower per pixel at 512 x 512: docs/performance-notes.md).
+// Chambolle step sweeps them with rows vectorized along width. The cube-sized data step is computed
+// into the task's image, so one GAP-TV iteration reads x twice (A x, then the data step) and writes
+// x' once. A TV step issues about 29 vector arithmetic instructions per 16 pixels
+// (docs/performance-notes.md).
 //
-// TV 2.24 ms, GAP-TV iteration 2.98 ms, ADMM-TV 3.25 ms (28 x 256 x 256, 5 TV steps); vectorial TV
-// (one sweep) 3.23 ms, GAP-TV / ADMM-TV with it 4.13 / 4.62 ms (1.44x / 1.39x / 1.42x per band); 2-core
-// Intel Xeon (model 167, AVX-512, VM), make bench median of 3, 2026-11-25.
+// TV 2.15 ms, GAP-TV iteration 2.75 ms, ADMM-TV 3.01 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
+// x 512 2.18 ms (4.35 ms before strips); vectorial TV (one sweep) 3.26 ms, GAP-TV / ADMM-TV with it
+// 3.99 / 4.31 ms (1.52x / 1.45x / 1.43x per band); 2-core Intel Xeon (model 167, AVX-512, VM), make
+// bench median of 3, 2026-11-25.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
