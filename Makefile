@@ -62,7 +62,11 @@ fuzz:
 	    $(FUZZ_BUILD)/corpus/$$r tests/fuzz/corpus/$$r || exit 1; \
 	done
 
-# Benchmarks: ratios to BM_stream_copy (same run) are printed at the end; JSON in $(BUILD)/bench.json.
+# Benchmarks: ratios to BM_stream_copy and BM_stream_read (same run) are printed at the end; JSON
+# in $(BUILD)/bench.json. The repetitions run in random order across all benchmarks, so that a
+# kernel's median and its reference's sample the same minutes of a machine whose memory bandwidth
+# drifts (shared virtual machines: +-20% within an hour).
+BENCH_ARGS ?= --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 bench: build
 	$(BUILD)/bench/hpipe_bench --benchmark_out=$(BUILD)/bench.json --benchmark_out_format=json $(BENCH_ARGS)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """README's CPU performance table, from one `make bench` run's JSON.
 
-    make bench BENCH_ARGS='--benchmark_repetitions=3 --benchmark_report_aggregates_only=true'
+    make bench
     scripts/bench_table.py build/bench.json --readme README.md
 
 Each row is a workload of ../shared/workloads.md (or of an issue's goal), its benchmark, the
