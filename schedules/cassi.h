@@ -10,14 +10,22 @@ struct CassiCpuKnobs {
   int vector_factor = 1;   // vector width in multiples of the target's natural width
   int rows_per_task = 32;  // rows of one image a parallel task covers
   int sum_per_vector = 1;  // reductions: 1 = accumulate one vector in registers, 0 = a whole row in L1
+  // Rows of sums a band-sum scatter (width dispersion) computes at a time: the group interiors read
+  // every band's rows of the block, and the edges read them again, so a block's C x rows rows of
+  // the cube should stay in L2 (at W4, 224 KiB for 8 rows; a task's 32 rows, 896 KiB, outgrew a
+  // 512 KiB L2 and made A 1.5x slower: docs/performance-notes.md).
+  int scatter_rows = 8;
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
     f("rows_per_task", rows_per_task, Candidates{1, 2, 4, 8, 16, 32, 64, 128});
     f("sum_per_vector", sum_per_vector, Candidates{0, 1});
+    f("scatter_rows", scatter_rows, Candidates{1, 2, 4, 8, 32});
   }
-  bool valid() const { return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1; }
+  bool valid() const {
+    return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1 && scatter_rows >= 1;
+  }
 };
 
 struct CassiCudaKnobs {
@@ -44,18 +52,18 @@ struct CassiCudaKnobs {
   }
 };
 
-// sum_per_vector places the band sum's accumulator: ops without a band sum ignore it.
+// sum_per_vector and scatter_rows place the band sum's accumulator: ops without a band sum ignore them.
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiAdjoint> {
-  static constexpr const char *names = "sum_per_vector";
+  static constexpr const char *names = "sum_per_vector,scatter_rows";
 };
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiPinvAlpha> {
-  static constexpr const char *names = "sum_per_vector";
+  static constexpr const char *names = "sum_per_vector,scatter_rows";
 };
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiShift> {
-  static constexpr const char *names = "sum_per_vector";
+  static constexpr const char *names = "sum_per_vector,scatter_rows";
 };
 
 void schedule_cpu(alg::CassiForward op, const Halide::Target &t, const CassiCpuKnobs &k);

@@ -2,6 +2,8 @@
 //
 // W4 A 4.52 ms (83% of BM_stream_read), Aᵀ 5.59 ms, A⁺ 5.92 ms, column-count inverse 6.07 ms
 // (67 / 63 / 62% of BM_stream_copy); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-24.
+#include <algorithm>
+
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 
@@ -25,14 +27,20 @@ Var schedule_cube_output(Func f, const Target &t, const CassiCpuKnobs &k) {
 }
 
 // Image-shaped outputs out(w, h, [b]) of a band sum: tasks of rows, rows vectorized. Width
-// dispersion scatters, group of bands after group, the task's rows into a block of sums in L1/L2,
-// so each band is one sequential read; height dispersion gathers dense rows, one vector of sums
-// in registers (sum_per_vector) or a whole row at a time.
+// dispersion scatters, group of bands after group, blocks of `scatter_rows` rows into sums in L1,
+// so each band's rows are one sequential read, still in cache when the edges read them again;
+// height dispersion gathers dense rows, one vector of sums in registers (sum_per_vector) or a
+// whole row at a time.
 void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const Target &t) {
   const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
   Var w = arg(out, 0), h = arg(out, 1);
-  Var ho("ho"), hi("hi"), wo("wo"), wi("wi"), task("task");
-  out.split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf);
+  Var ho("ho"), blocks("blocks"), block("block"), row("row"), wo("wo"), wi("wi"), task("task");
+  // Rows split into blocks first, then blocks into tasks (about rows_per_task rows each): the
+  // guard of the image's last rows stays on the innermost split. (Blocks split out of a task's
+  // rows instead, with both splits guarded, wrote past a compute_root measurement's storage.)
+  const int block_rows = std::min(k.scatter_rows, k.rows_per_task);
+  out.split(h, blocks, row, block_rows, TailStrategy::GuardWithIf)
+      .split(blocks, ho, block, (k.rows_per_task + block_rows - 1) / block_rows, TailStrategy::GuardWithIf);
   if (out.dimensions() == 3) {
     out.fuse(ho, arg(out, 2), task);
   } else {
@@ -41,7 +49,7 @@ void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const T
   out.parallel(task).split(w, wo, wi, lanes, TailStrategy::GuardWithIf).vectorize(wi);
   specialize_on_axis(out, s.axis);
 
-  s.scatter.compute_at(out, task).vectorize(arg(s.scatter, 0), lanes, TailStrategy::GuardWithIf);
+  s.scatter.compute_at(out, block).vectorize(arg(s.scatter, 0), lanes, TailStrategy::GuardWithIf);
   // Vector lanes span columns of one band or group, and those land on distinct measurement
   // columns: no two lanes write the same sum (Halide cannot prove it through the offsets).
   for (size_t i = 0; i < s.scatter_updates.size(); i++) {
@@ -51,7 +59,7 @@ void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const T
         .allow_race_conditions()
         .vectorize(r.x, lanes, TailStrategy::GuardWithIf);
   }
-  s.gather.compute_at(out, k.sum_per_vector ? wo : hi).vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
+  s.gather.compute_at(out, k.sum_per_vector ? wo : row).vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
   s.gather.update().vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
 }
 
