@@ -1,7 +1,8 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 4.52 ms (83% of BM_stream_read), Aᵀ 5.59 ms, A⁺ 5.92 ms, column-count inverse 6.07 ms
-// (67 / 63 / 62% of BM_stream_copy); 2-core AMD EPYC (Zen 4, AVX-512, VM), hpipe_bench median of 3, 2026-11-24.
+// W4 A 5.95 ms (74% of BM_stream_read; 9.36 ms before the scatter's row blocks), Aᵀ 6.11 ms, A⁺ 6.46
+// ms, column-count inverse 7.25 ms (67 / 63 / 56% of BM_stream_copy); 2-core AMD EPYC (Zen 3, AVX2,
+// 512 KiB L2, VM), make bench median of 5, 2026-11-26.
 #include <algorithm>
 
 #include "schedules/cassi.h"
