@@ -10,10 +10,10 @@ struct CassiCpuKnobs {
   int vector_factor = 1;   // vector width in multiples of the target's natural width
   int rows_per_task = 32;  // rows of one image a parallel task covers
   int sum_per_vector = 1;  // reductions: 1 = accumulate one vector in registers, 0 = a whole row in L1
-  // Rows of sums a band-sum scatter (width dispersion) computes at a time: the group interiors read
-  // every band's rows of the block, and the edges read them again, so a block's C x rows rows of
-  // the cube should stay in L2 (at W4, 224 KiB for 8 rows; a task's 32 rows, 896 KiB, outgrew a
-  // 512 KiB L2 and made A 1.5x slower: docs/performance-notes.md).
+  // Rows of sums a band-sum scatter (width dispersion) computes at a time, at most a task's: the
+  // group interiors read every band's rows of the block, and the edges read them again, so a
+  // block's C x rows rows of the cube should stay in L2 (at W4, 224 KiB for 8 rows; a task's 32
+  // rows, 896 KiB, outgrew a 512 KiB L2 and made A 1.5x slower: docs/performance-notes.md).
   int scatter_rows = 8;
 
   template <class F>

@@ -38,7 +38,8 @@ void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const T
   Var ho("ho"), blocks("blocks"), block("block"), row("row"), wo("wo"), wi("wi"), task("task");
   // Rows split into blocks first, then blocks into tasks (about rows_per_task rows each): the
   // guard of the image's last rows stays on the innermost split. (Blocks split out of a task's
-  // rows instead, with both splits guarded, wrote past a compute_root measurement's storage.)
+  // rows instead, both splits guarded, wrote past a buffer where A x is a compute_root stage of
+  // GAP-TV: docs/performance-notes.md.)
   const int block_rows = std::min(k.scatter_rows, k.rows_per_task);
   out.split(h, blocks, row, block_rows, TailStrategy::GuardWithIf)
       .split(blocks, ho, block, (k.rows_per_task + block_rows - 1) / block_rows, TailStrategy::GuardWithIf);
