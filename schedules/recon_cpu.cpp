@@ -1,7 +1,7 @@
 // CPU-vector schedules of the reconstruction family.
 //
 // One task per strip of rows of a (band, batch) image: the window's gradient and both slots of its
-// dual (6 planes; the runtime sizes strips so that they fit a core's L2) stay in cache while every
+// dual (6 planes; the runtime sizes strips to a core's L2, or 2 MiB if less) stay in cache while every
 // Chambolle step sweeps them with rows vectorized along width. The cube-sized data step is computed
 // into the task's image, so one GAP-TV iteration reads x twice (A x, then the data step) and writes
 // x' once. A TV step issues about 29 vector arithmetic instructions per 16 pixels

@@ -117,8 +117,10 @@ std::int64_t tv_vectorial_strip_rows(const Shape4 &cube, std::size_t element_siz
 // Rows of a strip of the per-band TV (generators/recon.h): each (band, item) image is cut into
 // strips of equal height whose windows (the strip, n - 1 rows above, n - 2 below, and the frame)
 // keep the task's planes (the gradient and the dual, 6; GAP-TV and ADMM-TV also hold their data
-// step's image, 7) within 7/8 of a core's L2: an image that does not fit streams every step from
-// L3 (512 x 512 float32: 2.2x slower per pixel, docs/performance-notes.md). Strips stay at least 4
+// step's image, 7) within 7/8 of a core's L2, or of 2 MiB where the L2 is smaller: an image that
+// does not fit streams every step from L3 (512 x 512 float32 on a 2 MiB L2: 2.2x slower per
+// pixel), but on a 512 KiB L2 the rows that windows of that size compute twice cost more than L3
+// (W4 TV about 10% slower than in one window: docs/performance-notes.md). Strips stay at least 4
 // windows' extra rows tall, so that the rows computed twice cost at most a quarter. CUDA kernels
 // take one strip.
 constexpr int kTvPlanes = 6, kTvIterationPlanes = 7;
@@ -127,8 +129,8 @@ std::int64_t tv_band_strip_rows(const Shape4 &cube, std::size_t element_size, in
   const std::int64_t height = cube[2];
   if (cuda) return height;
   static const std::int64_t window_bytes = [] {
-    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    return (l2 > 0 ? std::int64_t(l2) : std::int64_t(1) << 20) / 8 * 7;
+    const std::int64_t l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return std::max(l2, std::int64_t(2) << 20) / 8 * 7;
   }();
   const std::int64_t extra_rows = 2 * std::max(iterations - 1, 0) + 1;
   const std::int64_t row_bytes = planes * (cube[3] + 2) * static_cast<std::int64_t>(element_size);
