@@ -151,9 +151,13 @@ CassiPinvAlpha cassi_pinv_alpha(Func y, Func mask, const CassiGeometry &g) {
   op.normalized(w, h, b) = y(w, h, b) / cast(value_type(y), op.alpha(select(g.axis == 0, w, h)));
   op.mask_inverse = Func("mask_inverse");
   Type t = value_type(mask);
-  op.mask_inverse(w, h, c) = select(mask(w, h, c) == 0, cast(t, 0), cast(t, 1) / mask(w, h, c));
+  Var plane("plane");
+  op.mask_inverse(w, h, plane) = select(mask(w, h, plane) == 0, cast(t, 0), cast(t, 1) / mask(w, h, plane));
   op.x = Func("x");
-  op.x(w, h, c, b) = op.normalized(w + g.shift_w(c), h + g.shift_h(c), b) * op.mask_inverse(w, h, c);
+  // Band c reads plane min(c, planes - 1): the region of the inverse a call needs is then one plane
+  // for a shared mask, not one per band.
+  Expr plane_of_band = min(c, g.mask_planes - 1);
+  op.x(w, h, c, b) = op.normalized(w + g.shift_w(c), h + g.shift_h(c), b) * op.mask_inverse(w, h, plane_of_band);
   return op;
 }
 

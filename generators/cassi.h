@@ -17,6 +17,7 @@ struct CassiGeometry {
   Halide::Expr width, height, bands;  // of the cube
   Halide::Expr step;                  // S, signed
   Halide::Expr axis;                  // 0 = width, 1 = height
+  Halide::Expr mask_planes;           // 1 for a shared mask, else bands; undefined with no mask
 
   Halide::Expr offset(const Halide::Expr &c) const;
   Halide::Expr shift_w(const Halide::Expr &c) const;  // displacement of band c along width
@@ -24,6 +25,14 @@ struct CassiGeometry {
   Halide::Expr measurement_width() const;
   Halide::Expr measurement_height() const;
 };
+
+// The geometry of the cube under a mask buffer (w, h, c): a c-stride of 0 marks a shared mask.
+template <class MaskBuffer>
+CassiGeometry mask_geometry(const MaskBuffer &mask, const Halide::Expr &step, const Halide::Expr &axis) {
+  Halide::Expr bands = mask.dim(2).extent();
+  return {mask.dim(0).extent(), mask.dim(1).extent(), bands, step, axis,
+          Halide::select(mask.dim(2).stride() == 0, 1, bands)};
+}
 
 // sum_c f(w' - sw(c), h' - sh(c), c, rest...) over the bands, f zero outside the band image.
 // Two forms: `gather` reads, for each output, band c at its displaced position; for width

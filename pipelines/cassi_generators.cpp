@@ -23,7 +23,7 @@ struct CassiArgs {
   GeneratorInput<int> axis{"axis"};
 
   // The cube's width, height and band count are those of the mask.
-  CassiGeometry geometry() { return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis}; }
+  CassiGeometry geometry() { return alg::mask_geometry(mask, step, axis); }
   void set_estimates(const CassiEstimates &e) {
     mask.set_estimates(e.mask());
     step.set_estimate(e.step);

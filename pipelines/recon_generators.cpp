@@ -28,7 +28,7 @@ struct ReconArgs {
   GeneratorInput<int> tv_iterations{"tv_iterations"};
   GeneratorInput<int> tv_strip_rows{"tv_strip_rows"};
 
-  CassiGeometry geometry() { return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis}; }
+  CassiGeometry geometry() { return alg::mask_geometry(mask, step, axis); }
   void set_estimates(const ReconEstimates &e) {
     y.set_estimates(e.cassi.measurement());
     mask.set_estimates(e.cassi.mask());

@@ -94,7 +94,7 @@ void schedule_cpu(alg::CassiPinv op, const Target &t, const CassiCpuKnobs &k) {
 void schedule_cpu(alg::CassiPinvAlpha op, const Target &t, const CassiCpuKnobs &k) {
   // alpha's integer divisions once per column, and the mask's inverse once per mask element
   // (not per cube element: the batch shares the mask); before and after: docs/performance-notes.md.
-  // A shared mask (c-stride 0) is inverted once per band here; inverting per task and band with
+  // A shared mask is inverted once, a per-band one once per band; inverting per task and band with
   // the batch innermost instead measured no faster and leaves only H / rows_per_task tasks.
   op.alpha.compute_root();
   Var mw = arg(op.mask_inverse, 0), mc = arg(op.mask_inverse, 2);

@@ -34,9 +34,7 @@ struct CassiParams {
     built.scalars.push_back(step);
     built.scalars.push_back(axis);
   }
-  CassiGeometry geometry() const {
-    return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis};
-  }
+  CassiGeometry geometry() const { return alg::mask_geometry(mask, step, axis); }
 };
 
 // The problems: the timing one first (W4, or a small one for CI), then odd verification ones.
