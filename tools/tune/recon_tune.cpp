@@ -153,9 +153,7 @@ struct ReconParams {
         tv_weight(float_param(built, "tv_weight", 0.1f)),
         tv_iterations(int_param(built, "tv_iterations", e.tv_iterations)),
         tv_strip_rows(int_param(built, "tv_strip_rows", e.cassi.height / 2)) {}
-  CassiGeometry geometry() const {
-    return {mask.dim(0).extent(), mask.dim(1).extent(), mask.dim(2).extent(), step, axis};
-  }
+  CassiGeometry geometry() const { return alg::mask_geometry(mask, step, axis); }
 };
 
 }  // namespace
