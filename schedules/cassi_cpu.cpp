@@ -1,8 +1,8 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 5.95 ms (74% of BM_stream_read; 9.36 ms before the scatter's row blocks), Aᵀ 6.11 ms, A⁺ 6.46
-// ms, column-count inverse 7.25 ms (67 / 63 / 56% of BM_stream_copy); 2-core AMD EPYC (Zen 3, AVX2,
-// 512 KiB L2, VM), make bench median of 5, 2026-11-26.
+// W4 A 6.06 ms (71% of BM_stream_read; 9.36 ms before the scatter's row blocks), Aᵀ 5.99 ms, A⁺ 6.38
+// ms, column-count inverse 6.56 ms (69 / 65 / 63% of BM_stream_copy; 7.25 ms, 56%, with a shared mask
+// inverted per band); 2-core AMD EPYC (Zen 3, AVX2, 512 KiB L2, VM), make bench median of 5, 2026-11-26.
 #include <algorithm>
 
 #include "schedules/cassi.h"
