@@ -117,8 +117,11 @@ struct ExpReduction {
     Expr xc = clamp(x, f.c(-f.limit), f.c(f.limit));
     Expr shifter = f.c(std::ldexp(1.5, f.mantissa));
     // Explicitly strict: Halide's simplifier would otherwise cancel the shifter before lowering.
-    kd = strict_float((xc * f.c(kInvLn2) + shifter) - shifter);
-    k = cast(f.i, kd);
+    Expr shifted = strict_float(xc * f.c(kInvLn2) + shifter);
+    kd = strict_float(shifted - shifter);
+    // k from the bits (its low bits are k): AVX2 has no vector conversion of double to int64, and
+    // cast() ran as four scalar conversions per vector.
+    k = f.bits(shifted) - f.bits(shifter);
     r_hi = xc - kd * f.c(f.ln2_hi);  // exact
     r_lo = f.c(0.0) - kd * f.c(f.ln2_lo);
   }
