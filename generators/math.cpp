@@ -335,29 +335,42 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   Var i("i"), c("c"), o("o");
   const Type t = value_type(x);
   LogSumExp op;
+  if (rows_per_chunk % 2 != 0) throw CompileError("logsumexp: rows_per_chunk must be even (float32 sums pairs of rows)");
+  // No predicates on the chunk's rows but float64's sum (a branch per row, and the partial results
+  // kept in memory across them: float32 logsumexp ran 1.35x slower with them): rows past the end
+  // read the last row again, which leaves a maximum as it is, and the sums give them no weight.
   op.chunk_rows = RDom(0, rows_per_chunk, "chunk_row");
+  auto row_in = [&](const Expr &row) { return min(row, rows - 1); };
   Expr row = c * rows_per_chunk + op.chunk_rows;
-  op.chunk_rows.where(row < rows);
-  // The predicate skips the rows past the end; the clamp tells bounds inference so.
-  Expr row_in = min(row, rows - 1);
   op.chunks = RDom(0, (rows + rows_per_chunk - 1) / rows_per_chunk, "chunk");
 
   op.chunk_max = Func("chunk_max");
   op.chunk_sum = Func("chunk_sum");
-  Expr x_row = x(i, row_in, o);
+  Expr x_row = x(i, row_in(row), o);
   // A chunk's (shift, sum) for the fold below, as doubles; NaN and +inf make the sum NaN or +inf.
   Expr shift_of_chunk, sum_of_chunk;
   if (t == Float(32)) {
     // float32: the terms exp(x - max) in float lanes (16 per AVX-512 vector) with exp_nonpositive,
-    // summed in double. The maximum is a float max started at the lowest finite value (the lanes
+    // summed in double by pairs. The maximum is a float max started at the lowest finite value (the lanes
     // run with LLVM's no-infinities flags); beside it the largest magnitude's bits, an integer max
     // that the fast-math flags cannot fold, tell NaN and +inf apart from finite chunks.
     Expr magnitude = reinterpret(Int(32), x_row) & Expr(0x7fffffff);
     op.chunk_max(i, c, o) = Tuple(Expr(-std::numeric_limits<float>::max()), Expr(0));
     op.chunk_max(i, c, o) = Tuple(max(op.chunk_max(i, c, o)[0], x_row), max(op.chunk_max(i, c, o)[1], magnitude));
-    op.chunk_sum(i, c, o) = Expr(0.0);
-    op.chunk_sum(i, c, o) += cast<double>(exp_nonpositive(x_row - op.chunk_max(i, c, o)[0]));
+    // Two rows' terms are added in float before the sum in double: the conversions to double are
+    // the costliest part of a term on AVX2 CPUs (docs/performance-notes.md); the pair's rounding,
+    // 2^-24 relative, adds to the terms' own error (the contract's 2^-23 absolute). A row past the
+    // end has its exponent lowered to -100 (a min with a scalar), so that its term is e^-80,
+    // nothing beside the chunk's sum of at least 1.
     Expr m = op.chunk_max(i, c, o)[0], flags = op.chunk_max(i, c, o)[1];
+    op.chunk_terms = RDom(0, rows_per_chunk / 2, "chunk_pair");
+    Expr first = c * rows_per_chunk + 2 * op.chunk_terms;
+    auto term = [&](const Expr &row) {
+      Expr limit = select(row < rows, Expr(0.0f), Expr(-100.0f));
+      return exp_nonpositive(min(x(i, row_in(row), o) - m, limit));
+    };
+    op.chunk_sum(i, c, o) = Expr(0.0);
+    op.chunk_sum(i, c, o) += cast<double>(term(first) + term(first + 1));
     const std::int32_t inf = 0x7f800000;
     Expr nan = flags > Expr(inf), plus_inf = reinterpret(Int(32), m) == Expr(inf);
     shift_of_chunk = select(plus_inf || nan, Expr(0.0), cast<double>(m));
@@ -372,6 +385,10 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
     op.chunk_max(i, c, o) = strict_float(max(op.chunk_max(i, c, o), x_row));
     Expr m = op.chunk_max(i, c, o);
     shift_of_chunk = select(is_finite_bits(m), m, Expr(0.0));
+    op.chunk_terms = RDom(0, rows_per_chunk, "chunk_row_term");
+    Expr term_row = c * rows_per_chunk + op.chunk_terms;
+    op.chunk_terms.where(term_row < rows);
+    x_row = x(i, row_in(term_row), o);
     op.chunk_sum(i, c, o) = Expr(0.0);
     op.chunk_sum(i, c, o) += strict_float(exp_double().fused(x_row - shift_of_chunk));
     sum_of_chunk = op.chunk_sum(i, c, o);

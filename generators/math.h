@@ -33,9 +33,11 @@ Elementwise elementwise(Halide::Func x, MathFunction fn);
 // Online, max-shifted logsumexp over r in chunks of `rows_per_chunk` rows: each chunk's maximum,
 // then its sum of exp(x - max) (the chunk is still in cache), folded into a running (shift, sum)
 // per (i, o) in double; out = shift + log(sum), rounded to the input type. float32 terms are
-// computed in float lanes (about 1 ULP each) and summed in double; float64 terms in double.
+// computed in float lanes (about 1 ULP each), added in pairs and summed in double; float64 terms
+// in double.
 struct LogSumExp {
-  Halide::RDom chunk_rows;  // rows of one chunk (predicated to the rows that exist)
+  Halide::RDom chunk_rows;   // rows of one chunk (past the last row: the last row again)
+  Halide::RDom chunk_terms;  // chunk_sum's steps: float32 pairs of rows, float64 rows (predicated)
   Halide::RDom chunks;      // the chunks, in order
   Halide::Func chunk_max;   // (i, c, o): max over the chunk (float32: and the largest magnitude's bits)
   Halide::Func chunk_sum;   // (i, c, o): sum of exp(x - shift) over the chunk, in double

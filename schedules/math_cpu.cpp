@@ -53,7 +53,7 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnob
       .parallel(task)
       .vectorize(ii, lanes, TailStrategy::GuardWithIf);
 
-  RVar chunk = op.chunks.x, row = op.chunk_rows.x;
+  RVar chunk = op.chunks.x;
   Var ri = arg(op.running, 0), ro = arg(op.running, 1), vector("vector"), lane("lane");
   // Fixed-size stack storage (a task's width at most): otherwise every task allocated it on the heap.
   op.running.compute_at(op.out, task)
@@ -65,10 +65,10 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnob
       .reorder(lane, vector, ro, chunk)
       .vectorize(lane);
   // The chunk's rows unrolled (a loop or partial unrolling measured slower).
-  for (Func f : {op.chunk_max, op.chunk_sum}) {
+  for (auto [f, step] : {std::pair{op.chunk_max, op.chunk_rows}, std::pair{op.chunk_sum, op.chunk_terms}}) {
     Var fi = arg(f, 0);
     f.compute_at(op.running, vector).vectorize(fi, lanes, TailStrategy::GuardWithIf);
-    f.update().reorder(fi, row).vectorize(fi, lanes, TailStrategy::GuardWithIf).unroll(row);
+    f.update().reorder(fi, step.x).vectorize(fi, lanes, TailStrategy::GuardWithIf).unroll(step.x);
   }
 }
 

@@ -457,6 +457,12 @@ void check_logsumexp_every_axis(Where where) {
   check_logsumexp<T, 2>(huge, 0, where);
   const auto neg = random_array<T, 2>({40, 9}, 26, -1000.0, -500.0);
   check_logsumexp<T, 2>(neg, 0, where);
+  // Two and three rows of values near 0: results near 0, where the rounding of the float32 terms
+  // and of their pairs shows most (the tolerance's absolute part).
+  for (int rows : {2, 3}) {
+    const auto near_zero = random_array<T, 2>({rows, 4001}, 28 + rows, -1.5, 0.0);
+    check_logsumexp<T, 2>(near_zero, 0, where);
+  }
 }
 
 // scipy's special cases, down columns (axis 0) and along rows (axis 1), in the first and a later

@@ -112,13 +112,13 @@ constexpr UlpContract kUlpContract{1.0, 1.0, 1.5};
 // still rejects anything that computes, indexes or writes wrongly.
 inline Tolerance float32_ulps(double ulps) { return {ulps * std::ldexp(1.0, -149), ulps * std::ldexp(1.0, -23)}; }
 
-// logsumexp over n elements. float32: 1 ULP, plus 2^-24 absolute (each exp term is a float good
-// to about 2^-24 relative, which shows where the result nearly cancels to 0); float64: the naive
-// sum's error.
+// logsumexp over n elements. float32: 1 ULP, plus 2^-23 absolute (each exp term is a float good
+// to about 2^-24 relative, and pairs of terms are added in float, which shows where the result
+// nearly cancels to 0); float64: the naive sum's error.
 template <class T>
 Tolerance logsumexp(std::int64_t n) {
   const double sum_error = double(n + 4) * std::ldexp(1.0, -53);
-  return sizeof(T) == 4 ? Tolerance{std::ldexp(1.0, -24), epsilon<float>()} : Tolerance{sum_error, sum_error};
+  return sizeof(T) == 4 ? Tolerance{std::ldexp(1.0, -23), epsilon<float>()} : Tolerance{sum_error, sum_error};
 }
 
 // ---- reconstruction (hpipe/recon.h)
