@@ -335,7 +335,8 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   Var i("i"), c("c"), o("o");
   const Type t = value_type(x);
   LogSumExp op;
-  if (rows_per_chunk % 2 != 0) throw CompileError("logsumexp: rows_per_chunk must be even (float32 sums pairs of rows)");
+  if (rows_per_chunk % 2 != 0)
+    throw CompileError("logsumexp: rows_per_chunk must be even (float32 sums pairs of rows)");
   // No predicates on the chunk's rows but float64's sum (a branch per row, and the partial results
   // kept in memory across them: float32 logsumexp ran 1.35x slower with them): rows past the end
   // read the last row again, which leaves a maximum as it is, and the sums give them no weight.

@@ -38,12 +38,12 @@ Elementwise elementwise(Halide::Func x, MathFunction fn);
 struct LogSumExp {
   Halide::RDom chunk_rows;   // rows of one chunk (past the last row: the last row again)
   Halide::RDom chunk_terms;  // chunk_sum's steps: float32 pairs of rows, float64 rows (predicated)
-  Halide::RDom chunks;      // the chunks, in order
-  Halide::Func chunk_max;   // (i, c, o): max over the chunk (float32: and the largest magnitude's bits)
-  Halide::Func chunk_sum;   // (i, c, o): sum of exp(x - shift) over the chunk, in double
-  Halide::Func chunk;       // (i, c, o) -> {shift, sum} of the chunk, in double (inlined on the CPU)
-  Halide::Func running;     // (i, o) -> {shift, sum}: the fold over chunks
-  Halide::Func out;         // (i, o)
+  Halide::RDom chunks;       // the chunks, in order
+  Halide::Func chunk_max;    // (i, c, o): max over the chunk (float32: and the largest magnitude's bits)
+  Halide::Func chunk_sum;    // (i, c, o): sum of exp(x - shift) over the chunk, in double
+  Halide::Func chunk;        // (i, c, o) -> {shift, sum} of the chunk, in double (inlined on the CPU)
+  Halide::Func running;      // (i, o) -> {shift, sum}: the fold over chunks
+  Halide::Func out;          // (i, o)
 };
 // out has type out_type: x's own, or double for partial results that are combined further.
 LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk, Halide::Type out_type);
