@@ -1,9 +1,9 @@
 // CPU-vector schedule of the batched 1-D convolution.
 //
 // Rows in parallel tasks; each row is staged zero-padded (dense vector copies, the row's end a
-// masked vector), then every vector of outputs accumulates its taps in a register, the taps
-// unrolled for kernels of 2..9 taps. Batches of short rows (outputs <= short_row_length, at least
-// one task of them) get their own nest with larger tasks and stages.
+// masked vector; short rows element by element), then every vector of outputs accumulates its
+// taps in a register, the taps unrolled for kernels of 2..9 taps. Batches of short rows (outputs
+// <= short_row_length, at least one task of them) get their own nest with larger tasks and stages.
 //
 // 10^5 rows of 9, 7 taps: 548 us (67% of BM_stream_copy); 5 rows of 5: 0.60 us; 2-core AMD EPYC (Zen 4, AVX-512, VM),
 // hpipe_bench median of 3, 2026-11-23.
@@ -24,16 +24,20 @@ void schedule_cpu(alg::Conv1d op, const Target &t, const Conv1dCpuKnobs &k) {
   // One loop nest per row class, with the same loop names (the stages below are placed by name):
   // tasks of `rows` rows, stages of `stage` rows, one vector of outputs at a time.
   auto rows_loop = [&](Stage s, int rows, int stage) {
-    s.split(i, io, ii, rows, TailStrategy::GuardWithIf)
-        .split(ii, is, ii, stage, TailStrategy::GuardWithIf)
-        .split(x, xo, xi, lanes, TailStrategy::GuardWithIf)
-        .vectorize(xi);
-    // A call that is one task runs in the calling thread, without a thread-pool round trip.
-    s.specialize(op.out.output_buffer().dim(1).extent() <= rows);
-    // Common tap counts get their own loop nest, so the choice of unrolled taps below is made
-    // once per call rather than once per vector.
-    for (int n = kConv1dUnrolledTapsMin; n <= kConv1dUnrolledTapsMax; n++) s.specialize(op.taps == n).parallel(io);
-    s.parallel(io);
+    s.split(i, io, ii, rows, TailStrategy::GuardWithIf).split(ii, is, ii, stage, TailStrategy::GuardWithIf);
+    // Rows of at least a vector end with a whole vector shifted back over the one before (it
+    // recomputes a few outputs): a masked store is dozens of micro-ops on AMD CPUs.
+    const Stage whole_vectors = s.specialize(op.out.output_buffer().dim(0).extent() >= lanes);
+    for (auto [nest, tail] :
+         {std::pair{whole_vectors, TailStrategy::ShiftInwards}, std::pair{s, TailStrategy::GuardWithIf}}) {
+      nest.split(x, xo, xi, lanes, tail).vectorize(xi);
+      // A call that is one task runs in the calling thread, without a thread-pool round trip.
+      nest.specialize(op.out.output_buffer().dim(1).extent() <= rows);
+      // Common tap counts get their own loop nest, so the choice of unrolled taps below is made
+      // once per call rather than once per vector.
+      for (int n = kConv1dUnrolledTapsMin; n <= kConv1dUnrolledTapsMax; n++) nest.specialize(op.taps == n).parallel(io);
+      nest.parallel(io);
+    }
   };
   if (k.short_row_length > 0) {
     // Short rows take a few ns each: tasks of 64 of them cost less than the thread pool's hand-off
@@ -64,7 +68,11 @@ void schedule_cpu(alg::Conv1d op, const Target &t, const Conv1dCpuKnobs &k) {
   const int fold = k.short_row_length > 0 ? std::max(k.rows_per_stage, k.short_rows_per_stage) : k.rows_per_stage;
   const bool one_row_stages = k.rows_per_stage == 1 || (k.short_row_length > 0 && k.short_rows_per_stage == 1);
   if (!one_row_stages) op.padded.fold_storage(pi, fold);
-  op.padded.update().vectorize(op.signal.x, lanes, TailStrategy::GuardWithIf);
+  // Rows shorter than 8 vectors are copied element by element: a vectorized copy ends in a masked
+  // store, which costs more than such a row on AMD CPUs (10^5 rows of 9: 0.90 -> 0.80 ms, Zen 3).
+  op.padded.update()
+      .specialize(op.signal.x.extent() >= 8 * lanes)
+      .vectorize(op.signal.x, lanes, TailStrategy::GuardWithIf);
 }
 
 }  // namespace hpipe::sched
