@@ -1,8 +1,8 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 24.2 / 27.1 / 28.1 ms (98 / 87 / 84% of BM_stream_copy); logsumexp
-// float32 10000 x 10000 axis 0: 28.8 ms (40% of BM_stream_read); 2-core AMD EPYC (Zen 4, AVX-512, VM),
-// hpipe_bench median of 3, 2026-11-24.
+// exp / log / erf float32, 10^8: 37.2 / 42.0 / 54.9 ms (76 / 68 / 52% of BM_stream_copy); logsumexp
+// float32 10000 x 10000 axis 0: 37.4 ms (39% of BM_stream_read); 2-core AMD EPYC (Zen 3, AVX2, VM),
+// make bench median of 5, 2026-11-26.
 #include <algorithm>
 
 #include "schedules/common.h"
