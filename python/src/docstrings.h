@@ -127,7 +127,7 @@ inline constexpr const char *kLogsumexp =
     "x: 1 to 4 dimensions. axis: an int (negative counts from the end): returns x's shape without\n"
     "it; None: every element (x 1-D or C-contiguous): returns a NumPy scalar (a 0-d tensor for a\n"
     "tensor x, or written into a 0-d `out`).\n"
-    "Accuracy: float32 within 1 ULP + 2^-24 absolute; float64 (n + 4) 2^-53 (1 + |result|) for n\n"
+    "Accuracy: float32 within 1 ULP + 2^-23 absolute; float64 (n + 4) 2^-53 (1 + |result|) for n\n"
     "terms.\n" HPIPE_ARRAYS
     "\nExample:\n"
     "    >>> x = np.random.rand(1000, 300)\n"
