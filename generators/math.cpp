@@ -331,7 +331,7 @@ Elementwise elementwise(Func x, MathFunction fn) {
   return op;
 }
 
-LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
+LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type, ChunkCount chunks) {
   Var i("i"), c("c"), o("o");
   const Type t = value_type(x);
   LogSumExp op;
@@ -341,7 +341,9 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   // kept in memory across them: float32 logsumexp ran 1.35x slower with them): rows past the end
   // read the last row again, which leaves a maximum as it is, and the sums give them no weight.
   op.chunk_rows = RDom(0, rows_per_chunk, "chunk_row");
-  auto row_in = [&](const Expr &row) { return min(row, rows - 1); };
+  // likely(): Halide splits the chunk loop into the chunks that need no clamp and the last one.
+  auto in_range = [&](const Expr &e) { return chunks == ChunkCount::many ? likely(e) : e; };
+  auto row_in = [&](const Expr &row) { return min(in_range(row), rows - 1); };
   Expr row = c * rows_per_chunk + op.chunk_rows;
   op.chunks = RDom(0, (rows + rows_per_chunk - 1) / rows_per_chunk, "chunk");
 
@@ -352,9 +354,9 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
   Expr shift_of_chunk, sum_of_chunk;
   if (t == Float(32)) {
     // float32: the terms exp(x - max) in float lanes (16 per AVX-512 vector) with exp_nonpositive,
-    // summed in double by pairs. The maximum is a float max started at the lowest finite value (the lanes
-    // run with LLVM's no-infinities flags); beside it the largest magnitude's bits, an integer max
-    // that the fast-math flags cannot fold, tell NaN and +inf apart from finite chunks.
+    // summed in double by pairs. The maximum is a float max started at the lowest finite value
+    // (the lanes run with LLVM's no-infinities flags); beside it the largest magnitude's bits, an
+    // integer max that the fast-math flags cannot fold, tell NaN and +inf apart from finite chunks.
     Expr magnitude = reinterpret(Int(32), x_row) & Expr(0x7fffffff);
     op.chunk_max(i, c, o) = Tuple(Expr(-std::numeric_limits<float>::max()), Expr(0));
     op.chunk_max(i, c, o) = Tuple(max(op.chunk_max(i, c, o)[0], x_row), max(op.chunk_max(i, c, o)[1], magnitude));
@@ -367,7 +369,7 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
     op.chunk_terms = RDom(0, rows_per_chunk / 2, "chunk_pair");
     Expr first = c * rows_per_chunk + 2 * op.chunk_terms;
     auto term = [&](const Expr &row) {
-      Expr limit = select(row < rows, Expr(0.0f), Expr(-100.0f));
+      Expr limit = select(in_range(row < rows), Expr(0.0f), Expr(-100.0f));
       return exp_nonpositive(min(x(i, row_in(row), o) - m, limit));
     };
     op.chunk_sum(i, c, o) = Expr(0.0);
@@ -389,9 +391,8 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type) {
     op.chunk_terms = RDom(0, rows_per_chunk, "chunk_row_term");
     Expr term_row = c * rows_per_chunk + op.chunk_terms;
     op.chunk_terms.where(term_row < rows);
-    x_row = x(i, row_in(term_row), o);
     op.chunk_sum(i, c, o) = Expr(0.0);
-    op.chunk_sum(i, c, o) += strict_float(exp_double().fused(x_row - shift_of_chunk));
+    op.chunk_sum(i, c, o) += strict_float(exp_double().fused(x(i, row_in(term_row), o) - shift_of_chunk));
     sum_of_chunk = op.chunk_sum(i, c, o);
   }
   op.chunk = Func("chunk");

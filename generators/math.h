@@ -45,8 +45,13 @@ struct LogSumExp {
   Halide::Func running;      // (i, o) -> {shift, sum}: the fold over chunks
   Halide::Func out;          // (i, o)
 };
+// How many chunks a reduction has, as a rule: `many` puts the last chunk, the only one that
+// clamps its rows, in a loop of its own (W2 axis 0: 35.8-36.5 -> 33.9-34.5 ms); `few` (the
+// partial kernel's rows of about five chunks) keeps one loop: both copies would run on every row,
+// too much code for the instruction cache (along rows 46 -> 53 ms). Zen 3, 2026-11-26.
+enum class ChunkCount { many, few };
 // out has type out_type: x's own, or double for partial results that are combined further.
-LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk, Halide::Type out_type);
+LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk, Halide::Type out_type, ChunkCount chunks);
 
 // Estimates: the W2 workload of shared/workloads.md, 10000 x 10000 (10^8 elements), axis 0.
 struct MathEstimates {

@@ -3,6 +3,8 @@
 //
 // Elementwise kernels are 1-D (the runtime flattens dense arrays of any rank); logsumexp reduces
 // the middle dimension of x(i, r, o) (inner, axis, outer).
+#include <type_traits>
+
 #include "generators/math.h"
 #include "pipelines/generator_base.h"
 #include "schedules/math.h"
@@ -46,7 +48,9 @@ class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out>, sc
 
   void generate() {
     const int rows_per_chunk = sched::logsumexp_rows_per_chunk(this->get_target(), x.type());
-    auto op = alg::logsumexp(x, x.dim(1).extent(), rows_per_chunk, halide_type_of<Out>());
+    // The partial kernel reduces rows cut into 64 lanes: a few chunks each.
+    const auto chunks = std::is_same_v<T, Out> ? alg::ChunkCount::many : alg::ChunkCount::few;
+    auto op = alg::logsumexp(x, x.dim(1).extent(), rows_per_chunk, halide_type_of<Out>(), chunks);
     out = op.out;
     const MathEstimates e;
     x.set_estimates(e.matrix());
