@@ -1,8 +1,8 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 6.06 ms (71% of BM_stream_read; 9.36 ms before the scatter's row blocks), Aᵀ 5.99 ms, A⁺ 6.38
-// ms, column-count inverse 6.56 ms (69 / 65 / 63% of BM_stream_copy; 7.25 ms, 56%, with a shared mask
-// inverted per band); 2-core AMD EPYC (Zen 3, AVX2, 512 KiB L2, VM), make bench median of 5, 2026-11-26.
+// W4 A 4.22 ms (55% of BM_stream_read: its loads and its float64 work do not overlap), Aᵀ 3.50 ms, A⁺
+// 3.75 ms, column-count inverse 3.77 ms (77 / 72 / 72% of BM_stream_copy); 2-core AMD EPYC (Zen 5,
+// AVX-512, 1 MiB L2, VM), make bench median of 5, 2026-11-27.
 #include <algorithm>
 
 #include "schedules/cassi.h"

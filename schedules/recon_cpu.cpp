@@ -7,10 +7,9 @@
 // x' once. A TV step issues about 29 vector arithmetic instructions per 16 pixels
 // (docs/performance-notes.md).
 //
-// TV 2.15 ms, GAP-TV iteration 2.75 ms, ADMM-TV 3.01 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
-// x 512 2.18 ms (4.35 ms before strips); vectorial TV (one sweep) 3.26 ms, GAP-TV / ADMM-TV with it
-// 3.99 / 4.31 ms (1.52x / 1.45x / 1.43x per band); 2-core Intel Xeon (model 167, AVX-512, VM), make
-// bench median of 3, 2026-11-25.
+// TV 1.52 ms, GAP-TV iteration 1.90 ms, ADMM-TV 2.01 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
+// x 512 1.56 ms; vectorial TV (one sweep) 3.24 ms, GAP-TV / ADMM-TV with it 4.05 / 4.71 ms (2.13x /
+// 2.13x / 2.34x per band); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
