@@ -47,8 +47,8 @@ struct LogSumExp {
 };
 // How many chunks a reduction has, as a rule: `many` puts the last chunk, the only one that
 // clamps its rows, in a loop of its own (W2 axis 0: 35.8-36.5 -> 33.9-34.5 ms); `few` (the
-// partial kernel's rows of about five chunks) keeps one loop: both copies would run on every row,
-// too much code for the instruction cache (along rows 46 -> 53 ms). Zen 3, 2026-11-26.
+// partial kernel's rows, about 20 chunks each) keeps one loop. Along rows, two loops against one:
+// 53 against 46 ms on Zen 3 (2026-11-26), 34.0-37.1 against 36.5-38.6 ms on Zen 5 (2026-11-27).
 enum class ChunkCount { many, few };
 // out has type out_type: x's own, or double for partial results that are combined further.
 LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk, Halide::Type out_type, ChunkCount chunks);
