@@ -49,8 +49,7 @@ class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out>, sc
   void generate() {
     const int rows_per_chunk = sched::logsumexp_rows_per_chunk(this->get_target(), x.type());
     // The partial kernel reduces contiguous rows cut into vectors of 16 (the runtime's kRowLanes): a
-    // row of 10^4 elements is 625 vectors, about 20 chunks. One chunk loop: faster on Zen 3, 4-7%
-    // slower on Zen 5 (docs/performance-notes.md).
+    // row of 10^4 elements is 625 vectors, about 20 chunks (alg::ChunkCount: why one loop).
     const auto chunks = std::is_same_v<T, Out> ? alg::ChunkCount::many : alg::ChunkCount::few;
     auto op = alg::logsumexp(x, x.dim(1).extent(), rows_per_chunk, halide_type_of<Out>(), chunks);
     out = op.out;
