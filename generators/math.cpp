@@ -331,10 +331,13 @@ Elementwise elementwise(Func x, MathFunction fn) {
   return op;
 }
 
-LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type, ChunkCount chunks) {
+LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, int rows_per_chunk, Type out_type,
+                    LogSumExpReads reads) {
   Var i("i"), c("c"), o("o");
   const Type t = value_type(x);
   LogSumExp op;
+  op.reads = reads;
+  op.input = std::move(input);
   if (rows_per_chunk % 2 != 0)
     throw CompileError("logsumexp: rows_per_chunk must be even (float32 sums pairs of rows)");
   // No predicates on the chunk's rows but float64's sum (a branch per row, and the partial results
@@ -342,7 +345,7 @@ LogSumExp logsumexp(Func x, Expr rows, int rows_per_chunk, Type out_type, ChunkC
   // read the last row again, which leaves a maximum as it is, and the sums give them no weight.
   op.chunk_rows = RDom(0, rows_per_chunk, "chunk_row");
   // likely(): Halide splits the chunk loop into the chunks that need no clamp and the last one.
-  auto in_range = [&](const Expr &e) { return chunks == ChunkCount::many ? likely(e) : e; };
+  auto in_range = [&](const Expr &e) { return reads == LogSumExpReads::column_blocks ? likely(e) : e; };
   auto row_in = [&](const Expr &row) { return min(in_range(row), rows - 1); };
   Expr row = c * rows_per_chunk + op.chunk_rows;
   op.chunks = RDom(0, (rows + rows_per_chunk - 1) / rows_per_chunk, "chunk");

@@ -35,6 +35,15 @@ Elementwise elementwise(Halide::Func x, MathFunction fn);
 // per (i, o) in double; out = shift + log(sum), rounded to the input type. float32 terms are
 // computed in float lanes (about 1 ULP each), added in pairs and summed in double; float64 terms
 // in double.
+// What a task of the reduction reads, which shapes its loops:
+// `column_blocks` (x with many columns i: axis 0, any axis but the last): a block of up to
+//   thousands of columns over many chunks of rows. The last chunk, the only one that clamps its
+//   rows, runs in a loop of its own (W2 axis 0: 35.8-36.5 -> 33.9-34.5 ms).
+// `row_vectors` (the partial kernel: contiguous rows cut into vectors of 16, one per task, about 20
+//   chunks each): one loop over the chunks (two loops against one: 53 against 46 ms on Zen 3,
+//   2026-11-26; 34.0-37.1 against 36.5-38.6 ms on Zen 5, 2026-11-27). A task reads one stream of
+//   memory, which a schedule prefetches.
+enum class LogSumExpReads { column_blocks, row_vectors };
 struct LogSumExp {
   Halide::RDom chunk_rows;   // rows of one chunk (past the last row: the last row again)
   Halide::RDom chunk_terms;  // chunk_sum's steps: float32 pairs of rows, float64 rows (predicated)
@@ -44,14 +53,13 @@ struct LogSumExp {
   Halide::Func chunk;        // (i, c, o) -> {shift, sum} of the chunk, in double (inlined on the CPU)
   Halide::Func running;      // (i, o) -> {shift, sum}: the fold over chunks
   Halide::Func out;          // (i, o)
+  LogSumExpReads reads;
+  Halide::Internal::Parameter input;  // x's buffer, where x is a pipeline input (a schedule may prefetch it)
 };
-// How many chunks a reduction has, as a rule: `many` puts the last chunk, the only one that
-// clamps its rows, in a loop of its own (W2 axis 0: 35.8-36.5 -> 33.9-34.5 ms); `few` (the
-// partial kernel's rows, about 20 chunks each) keeps one loop. Along rows, two loops against one:
-// 53 against 46 ms on Zen 3 (2026-11-26), 34.0-37.1 against 36.5-38.6 ms on Zen 5 (2026-11-27).
-enum class ChunkCount { many, few };
 // out has type out_type: x's own, or double for partial results that are combined further.
-LogSumExp logsumexp(Halide::Func x, Halide::Expr rows, int rows_per_chunk, Halide::Type out_type, ChunkCount chunks);
+// `input`: x's buffer parameter where x reads one, else an undefined Parameter.
+LogSumExp logsumexp(Halide::Func x, Halide::Internal::Parameter input, Halide::Expr rows, int rows_per_chunk,
+                    Halide::Type out_type, LogSumExpReads reads);
 
 // Estimates: the W2 workload of shared/workloads.md, 10000 x 10000 (10^8 elements), axis 0.
 struct MathEstimates {

@@ -48,10 +48,10 @@ class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out>, sc
 
   void generate() {
     const int rows_per_chunk = sched::logsumexp_rows_per_chunk(this->get_target(), x.type());
-    // The partial kernel reduces contiguous rows cut into vectors of 16 (the runtime's kRowLanes): a
-    // row of 10^4 elements is 625 vectors, about 20 chunks (alg::ChunkCount: why one loop).
-    const auto chunks = std::is_same_v<T, Out> ? alg::ChunkCount::many : alg::ChunkCount::few;
-    auto op = alg::logsumexp(x, x.dim(1).extent(), rows_per_chunk, halide_type_of<Out>(), chunks);
+    // The partial kernel reduces contiguous rows cut into vectors of 16 (the runtime's kRowLanes).
+    const auto reads = std::is_same_v<T, Out> ? alg::LogSumExpReads::column_blocks : alg::LogSumExpReads::row_vectors;
+    auto op = alg::logsumexp(x, ImageParam(x).parameter(), x.dim(1).extent(), rows_per_chunk, halide_type_of<Out>(),
+                             reads);
     out = op.out;
     const MathEstimates e;
     x.set_estimates(e.matrix());

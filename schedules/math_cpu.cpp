@@ -64,6 +64,13 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnob
       .split(ri, vector, lane, lanes, TailStrategy::GuardWithIf)
       .reorder(lane, vector, ro, chunk)
       .vectorize(lane);
+  // One stream per task (a row) stalls wherever a chunk begins a page that the hardware prefetchers
+  // have not reached: prefetch the chunk two ahead, a line per row of 16 lanes. Along rows of
+  // 10^4 x 10^4 float32 37.4-42.1 -> 22.1-23.9 ms (one chunk ahead alike, four 25.5 ms); column
+  // blocks have 32 streams a task, and prefetching them made axis 0 16-17 -> 23 ms (Zen 5, 2026-11-27).
+  if (op.reads == alg::LogSumExpReads::row_vectors && op.input.defined()) {
+    op.running.update().prefetch(op.input, chunk, chunk, 2, PrefetchBoundStrategy::NonFaulting);
+  }
   // The chunk's rows unrolled (a loop or partial unrolling measured slower).
   for (auto [f, step] : {std::pair{op.chunk_max, op.chunk_rows}, std::pair{op.chunk_sum, op.chunk_terms}}) {
     Var fi = arg(f, 0);
