@@ -6,15 +6,20 @@
 
 namespace hpipe::sched {
 
-// Rows logsumexp folds per step (alg::logsumexp's rows_per_chunk), per backend and type, not a
-// knob; the AOT generator and hpipe-tune both pass this. CPU: 32 rows share one fold (an exp in
-// double per column) and their vector stays in L1 between the max and the sum pass (16 and 64 rows
-// measured slower: docs/performance-notes.md). CUDA: each chunk's
-// (shift, sum) goes through device memory and each column folds its chunks one after another, so
-// longer chunks save both, as long as a thread's chunk stays in cache for the sum pass: 256 bytes
-// of a column (the sizes measured: docs/performance-notes.md).
-inline int logsumexp_rows_per_chunk(const Halide::Target &target, const Halide::Type &type) {
-  return target.has_feature(Halide::Target::CUDA) ? 256 / type.bytes() : 32;
+// Rows logsumexp folds per step (alg::logsumexp's rows_per_chunk), per backend, type and what a
+// task reads, not a knob; the AOT generator and hpipe-tune both pass this. CPU: a chunk's rows
+// share one fold (an exp in double per column), and each vector of them stays in L1 between the
+// max and the sum pass. Column blocks read a stream per row of the chunk: 16 rows, whose streams
+// the prefetchers follow, against 32 made axis 0 7% faster on Zen 5 (10^4 x 10^4 float32 15.9-19.6
+// -> 14.8-16.1 ms, float64 61.7-65.3 -> 59.0-59.4; 2026-11-27), where on the Xeon in 2026-11-25
+// the folds cost more (29.8 against 28.2 ms). A task of row vectors reads one stream and its folds
+// follow one another: 32 rows (16: 22.2 -> 24.7 ms along rows on Zen 5; 64 slower on both).
+// CUDA: each chunk's (shift, sum) goes through device memory and each column folds its chunks one
+// after another, so longer chunks save both, as long as a thread's chunk stays in cache for the
+// sum pass: 256 bytes of a column (the sizes measured: docs/performance-notes.md).
+inline int logsumexp_rows_per_chunk(const Halide::Target &target, const Halide::Type &type, alg::LogSumExpReads reads) {
+  if (target.has_feature(Halide::Target::CUDA)) return 256 / type.bytes();
+  return reads == alg::LogSumExpReads::column_blocks ? 16 : 32;
 }
 
 struct MathElementwiseCpuKnobs {

@@ -36,8 +36,8 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpu
 // wide; the blocks of a slice are as equal as whole vectors allow (an odd small last block would
 // leave a thread idle). For each chunk of rows and each vector of columns, the chunk's maximum
 // and then its sum of exponentials are computed in registers (the chunk's rows are read once from
-// memory, then again from L1), then folded into the task's running (shift, sum). Rows are read as
-// 32 concurrent streams across the block, which the prefetchers follow; reading a block row by
+// memory, then again from L1), then folded into the task's running (shift, sum). A chunk's rows are
+// read as concurrent streams across the block, which the prefetchers follow; reading a block row by
 // row reached half the memory bandwidth (docs/performance-notes.md).
 void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnobs &k) {
   // Vectors of the input's type (the partial results may be wider).
@@ -67,7 +67,8 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnob
   // One stream per task (a row) stalls wherever a chunk begins a page that the hardware prefetchers
   // have not reached: prefetch the chunk two ahead, a line per row of 16 lanes. Along rows of
   // 10^4 x 10^4 float32 37.4-42.1 -> 22.1-23.9 ms (one chunk ahead alike, four 25.5 ms); column
-  // blocks have 32 streams a task, and prefetching them made axis 0 16-17 -> 23 ms (Zen 5, 2026-11-27).
+  // blocks read a stream per row of a chunk, and prefetching them made axis 0 16-17 -> 23 ms (Zen 5,
+  // 2026-11-27).
   if (op.reads == alg::LogSumExpReads::row_vectors && op.input.defined()) {
     op.running.update().prefetch(op.input, chunk, chunk, 2, PrefetchBoundStrategy::NonFaulting);
   }
