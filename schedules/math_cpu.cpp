@@ -39,6 +39,18 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpu
 // memory, then again from L1), then folded into the task's running (shift, sum). A chunk's rows are
 // read as concurrent streams across the block, which the prefetchers follow; reading a block row by
 // row reached half the memory bandwidth (docs/performance-notes.md).
+//
+// Row vectors (the partial kernel): a task is one row, whose chunks fold one after another, so a
+// task takes kRowsPerTask rows and folds them side by side, their chains overlapping, where there
+// are rows enough for 32 such tasks. 10^4 x 10^4 float32 along rows, medians of 5 (Zen 5,
+// 2026-11-27): 23.8-23.9 ms -> 21.8-22.3 (2 rows), 19.8-20.3 (4), 24.7-25.1 (8). Each task
+// prefetches its rows' next chunk, a line per row of 16 lanes: one stream per row stalls wherever a
+// chunk begins a page that the hardware prefetchers have not reached. A row a task: 37.4-42.1 ->
+// 22.1-23.4 ms a chunk ahead, 23.7-23.9 two, 25.4-25.5 four; 4 rows: 19.8-20.3 -> 18.7-19.8 a chunk
+// ahead against two. Column blocks read a stream per row of a chunk, and prefetching them made axis
+// 0 16-17 -> 23 ms.
+constexpr int kRowsPerTask = 4;
+
 void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnobs &k) {
   // Vectors of the input's type (the partial results may be wider).
   const int lanes = vector_lanes(t, op.chunk_max.output_types()[0], k.vector_factor);
@@ -47,30 +59,33 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnob
   Expr vectors = (columns + lanes - 1) / lanes;
   Expr blocks = (vectors * lanes + k.columns_per_task - 1) / k.columns_per_task;
   Expr task_width = (vectors + blocks - 1) / blocks * lanes;
-  op.out.split(i, io, ii, task_width, TailStrategy::GuardWithIf)
-      .reorder(ii, io, o)
-      .fuse(io, o, task)
-      .parallel(task)
-      .vectorize(ii, lanes, TailStrategy::GuardWithIf);
+  Var oo("oo"), oi("oi");
+  auto tasks = [&](Stage s, int rows_per_task) {
+    s.split(i, io, ii, task_width, TailStrategy::GuardWithIf)
+        .split(o, oo, oi, rows_per_task, TailStrategy::GuardWithIf)
+        .reorder(ii, oi, io, oo)
+        .fuse(io, oo, task)
+        .parallel(task)
+        .vectorize(ii, lanes, TailStrategy::GuardWithIf);
+  };
+  const bool row_vectors = op.reads == alg::LogSumExpReads::row_vectors;
+  if (row_vectors) tasks(op.out.specialize(op.out.output_buffer().dim(1).extent() >= 32 * kRowsPerTask), kRowsPerTask);
+  tasks(op.out, 1);
 
   RVar chunk = op.chunks.x;
   Var ri = arg(op.running, 0), ro = arg(op.running, 1), vector("vector"), lane("lane");
   // Fixed-size stack storage (a task's width at most): otherwise every task allocated it on the heap.
   op.running.compute_at(op.out, task)
       .bound_storage(ri, (k.columns_per_task + lanes - 1) / lanes * lanes)
+      .bound_storage(ro, row_vectors ? kRowsPerTask : 1)
       .store_in(MemoryType::Stack)
       .vectorize(ri, lanes, TailStrategy::GuardWithIf);
   op.running.update()
       .split(ri, vector, lane, lanes, TailStrategy::GuardWithIf)
       .reorder(lane, vector, ro, chunk)
       .vectorize(lane);
-  // One stream per task (a row) stalls wherever a chunk begins a page that the hardware prefetchers
-  // have not reached: prefetch the chunk two ahead, a line per row of 16 lanes. Along rows of
-  // 10^4 x 10^4 float32 37.4-42.1 -> 22.1-23.9 ms (one chunk ahead alike, four 25.5 ms); column
-  // blocks read a stream per row of a chunk, and prefetching them made axis 0 16-17 -> 23 ms (Zen 5,
-  // 2026-11-27).
-  if (op.reads == alg::LogSumExpReads::row_vectors && op.input.defined()) {
-    op.running.update().prefetch(op.input, chunk, chunk, 2, PrefetchBoundStrategy::NonFaulting);
+  if (row_vectors && op.input.defined()) {
+    op.running.update().prefetch(op.input, chunk, chunk, 1, PrefetchBoundStrategy::NonFaulting);
   }
   // The chunk's rows unrolled (a loop or partial unrolling measured slower).
   for (auto [f, step] : {std::pair{op.chunk_max, op.chunk_rows}, std::pair{op.chunk_sum, op.chunk_terms}}) {
