@@ -42,13 +42,10 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpu
 //
 // Row vectors (the partial kernel): a task is one row, whose chunks fold one after another, so a
 // task takes kRowsPerTask rows and folds them side by side, their chains overlapping, where there
-// are rows enough for 32 such tasks. 10^4 x 10^4 float32 along rows, medians of 5 (Zen 5,
-// 2026-11-27): 23.8-23.9 ms -> 21.8-22.3 (2 rows), 19.8-20.3 (4), 24.7-25.1 (8). Each task
-// prefetches its rows' next chunk, a line per row of 16 lanes: one stream per row stalls wherever a
-// chunk begins a page that the hardware prefetchers have not reached. A row a task: 37.4-42.1 ->
-// 22.1-23.4 ms a chunk ahead, 23.7-23.9 two, 25.4-25.5 four; 4 rows: 19.8-20.3 -> 18.7-19.8 a chunk
-// ahead against two. Column blocks read a stream per row of a chunk, and prefetching them made axis
-// 0 16-17 -> 23 ms.
+// are rows enough for 32 such tasks (2 and 8 rows measured slower). Each task prefetches its rows'
+// next chunk, a line per row of 16 lanes: one stream per row stalls wherever a chunk begins a page
+// the hardware prefetchers have not reached. Column blocks are left to the prefetchers: prefetching
+// them was slower. Figures: docs/performance-notes.md (Zen 5, 2026-11-27).
 constexpr int kRowsPerTask = 4;
 
 void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnobs &k) {
