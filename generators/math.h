@@ -30,20 +30,21 @@ struct Elementwise {
 };
 Elementwise elementwise(Halide::Func x, MathFunction fn);
 
+// What a task of a logsumexp kernel reads, which shapes its loops (figures:
+// docs/performance-notes.md):
+// `column_blocks` (x with many columns i: axis 0, any axis but the last): a block of up to
+//   thousands of columns over many chunks of rows. The last chunk, the only one that clamps its
+//   rows, runs in a loop of its own.
+// `row_vectors` (the partial kernel: contiguous rows cut into vectors of 16, about 20 chunks a
+//   row): one loop over the chunks (two were slower on Zen 3, no faster on Zen 5 with the
+//   prefetch). Each row is one stream of memory, which a schedule prefetches.
+enum class LogSumExpReads { column_blocks, row_vectors };
+
 // Online, max-shifted logsumexp over r in chunks of `rows_per_chunk` rows: each chunk's maximum,
 // then its sum of exp(x - max) (the chunk is still in cache), folded into a running (shift, sum)
 // per (i, o) in double; out = shift + log(sum), rounded to the input type. float32 terms are
 // computed in float lanes (about 1 ULP each), added in pairs and summed in double; float64 terms
 // in double.
-// What a task of the reduction reads, which shapes its loops:
-// `column_blocks` (x with many columns i: axis 0, any axis but the last): a block of up to
-//   thousands of columns over many chunks of rows. The last chunk, the only one that clamps its
-//   rows, runs in a loop of its own (W2 axis 0: 35.8-36.5 -> 33.9-34.5 ms).
-// `row_vectors` (the partial kernel: contiguous rows cut into vectors of 16, one per task, about 20
-//   chunks each): one loop over the chunks (two loops against one: 53 against 46 ms on Zen 3,
-//   2026-11-26; 34.0-37.1 against 36.5-38.6 ms on Zen 5, 2026-11-27). A task reads one stream of
-//   memory, which a schedule prefetches.
-enum class LogSumExpReads { column_blocks, row_vectors };
 struct LogSumExp {
   Halide::RDom chunk_rows;   // rows of one chunk (past the last row: the last row again)
   Halide::RDom chunk_terms;  // chunk_sum's steps: float32 pairs of rows, float64 rows (predicated)

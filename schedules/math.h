@@ -9,12 +9,10 @@ namespace hpipe::sched {
 // Rows logsumexp folds per step (alg::logsumexp's rows_per_chunk), per backend, type and what a
 // task reads, not a knob; the AOT generator and hpipe-tune both pass this. CPU: a chunk's rows
 // share one fold (an exp in double per column), and each vector of them stays in L1 between the
-// max and the sum pass. Column blocks read a stream per row of the chunk: 16 rows, whose streams
-// the prefetchers follow, against 32 made axis 0 7% faster on Zen 5 (10^4 x 10^4 float32 15.9-19.6
-// -> 14.8-16.1 ms, float64 61.7-65.3 -> 59.0-59.4; 2026-11-27), where on the Xeon in 2026-11-25
-// the folds cost more (29.8 against 28.2 ms). Row vectors fold each row's chunks one after another:
-// 32 rows (16 along rows on Zen 5: 22.2 -> 24.7 ms with a row a task, 19.1-19.5 -> 20.5-20.9 with
-// four; 64 slower on both).
+// max and the sum pass. Column blocks read a stream per row of the chunk: 16 rows, fewer streams
+// for the prefetchers to follow, were faster than 32 on Zen 5 (on a Xeon, whose folds cost more,
+// slower). Row vectors fold each row's chunks one after another: 32 rows (16 slower, 64 no faster). The
+// sizes measured: docs/performance-notes.md.
 // CUDA: each chunk's (shift, sum) goes through device memory and each column folds its chunks one
 // after another, so longer chunks save both, as long as a thread's chunk stays in cache for the
 // sum pass: 256 bytes of a column (the sizes measured: docs/performance-notes.md).
