@@ -41,7 +41,8 @@ const std::vector<TvCase> kTvCases = {
     {1, 2, 23, 1, 0.2, 4, true},    // W = 1
     {2, 3, 19, 37, 0.1, 6, true},   // a batch with a row tail; the sweep's state reuses cached scratch
     {1, 32, 100, 1024, 0.1, 3,
-     true},  // strips capped by their state's size (float 32 rows, double 16), a short last one
+     true},  // strips capped by their state's size (float 8 rows; double 8, the floor of 4 x 2 rows
+             // recomputed), a short last one
 };
 
 template <class T>

@@ -98,20 +98,25 @@ class ScratchCube {
 };
 
 // Rows of a strip of the vectorial TV's sweep (generators/recon.h). Each strip recomputes the
-// (iterations - 1) rows each side of it, so strips are as tall as possible: on the CPU as many as
-// give every worker thread a task, no taller than keeps a strip's last dual (2 values per pixel of
-// every band) within kTvVectorialStripBytes, about a core's share of the last-level cache. CUDA kernels
-// take the steps form, which has no strips.
-constexpr std::int64_t kTvVectorialStripBytes = std::int64_t(8) << 20;
+// (iterations - 1) rows each side of it, so strips are tall: on the CPU as many as give every
+// worker thread a task, no taller than keeps a strip's last dual (2 values per pixel of every band,
+// written by the sweep, read back by the output pass) within kTvVectorialStripBytes, so that the
+// output pass finds it in cache, but at least kTvVectorialStripHaloRatio times the rows recomputed.
+// On Zen 5 (1 MiB L2, 32 MiB L3), 28 bands x 256 float32: 32 rows ~8% faster than 128 (8 MiB);
+// x 1024: 16 rows ~8% faster than 8 (docs/performance-notes.md). CUDA kernels take the steps form,
+// which has no strips.
+constexpr std::int64_t kTvVectorialStripBytes = std::int64_t(2) << 20;
+constexpr std::int64_t kTvVectorialStripHaloRatio = 4;
 
-std::int64_t tv_vectorial_strip_rows(const Shape4 &cube, std::size_t element_size, bool cuda) {
+std::int64_t tv_vectorial_strip_rows(const Shape4 &cube, std::size_t element_size, int iterations, bool cuda) {
   const std::int64_t height = cube[2];
   if (cuda) return height;
   const std::int64_t threads = num_threads();
   const std::int64_t strips_per_item = std::max<std::int64_t>(1, (threads + cube[0] - 1) / cube[0]);
   const std::int64_t row_bytes = 2 * cube[1] * cube[3] * static_cast<std::int64_t>(element_size);
   const std::int64_t rows = (height + strips_per_item - 1) / strips_per_item;
-  return std::max<std::int64_t>(1, std::min(rows, kTvVectorialStripBytes / row_bytes));
+  const std::int64_t least = kTvVectorialStripHaloRatio * std::max(iterations - 1, 1);
+  return std::max<std::int64_t>(1, std::min(rows, std::max(least, kTvVectorialStripBytes / row_bytes)));
 }
 
 // Rows of a strip of the per-band TV (generators/recon.h): each (band, item) image is cut into
@@ -146,7 +151,7 @@ void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, Vi
   Call call(op, options);
   auto fa = call.input("x", image);
   auto oa = call.output("out", out);
-  const int strip_rows = static_cast<int>(tv_vectorial_strip_rows(image.shape(), sizeof(T), call.uses_cuda()));
+  const int strip_rows = static_cast<int>(tv_vectorial_strip_rows(image.shape(), sizeof(T), tv.iterations, call.uses_cuda()));
   const T weight = static_cast<T>(tv.weight);
   if (div) {
     auto da = call.output("divergence", *div);
