@@ -161,6 +161,7 @@ TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, 
                                Expr strip_rows, bool with_divergence) {
   TvVectorial tv;
   tv.form = TvVectorialForm::sweep;
+  tv.image = image;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0);
   const Expr steps = max(iterations - 1, 0);  // m dual steps: step k makes p_{k+1} from p_k, p_0 = 0
@@ -242,6 +243,7 @@ TvVectorial tv_vectorial_steps(Func image, Expr width, Expr height, Expr bands, 
                                Expr strip_rows, bool with_divergence) {
   TvVectorial tv;
   tv.form = TvVectorialForm::steps;
+  tv.image = image;
   tv.strip_rows = strip_rows;
   const Type t = value_type(image);
   const Expr zero = cast(t, 0);
@@ -300,11 +302,12 @@ Func projection_step(Func x, Func normalized, Func mask, const CassiGeometry &g,
   data(w, h, c, b) = x(w, h, c, b) + lambda * adjoint(w, h, c, b);
   return data;
 }
-}  // namespace
 
-GapTvIteration gap_tv_iteration(Func x, Func y, Func y1, Func mask, Func phi, const CassiGeometry &g, BandSumForm form,
-                                Expr lambda, Expr accelerate, Expr tv_weight, Expr tv_iterations, Expr tv_strip_rows) {
-  GapTvIteration it;
+// GAP-TV's data step, then make_tv(data).
+template <class Tv, class MakeTv>
+GapTvIterationOf<Tv> gap_iteration(Func x, Func y, Func y1, Func mask, Func phi, const CassiGeometry &g,
+                                   BandSumForm form, Expr lambda, Expr accelerate, MakeTv make_tv) {
+  GapTvIterationOf<Tv> it;
   it.forward = cassi_forward(x, mask, g, form);
   Func yb = it.forward.y;
   it.y1 = Func("y1_updated");
@@ -312,14 +315,15 @@ GapTvIteration gap_tv_iteration(Func x, Func y, Func y1, Func mask, Func phi, co
   it.normalized = Func("normalized");
   it.normalized(w, h, b) = (select(accelerate != 0, it.y1(w, h, b), y(w, h, b)) - yb(w, h, b)) / phi(w, h);
   it.data = projection_step(x, it.normalized, mask, g, lambda);
-  it.tv = tv_chambolle(it.data, g.width, g.height, tv_weight, tv_iterations, tv_strip_rows);
+  it.tv = make_tv(it.data);
   return it;
 }
 
-AdmmTvIteration admm_tv_iteration(Func theta, Func bvar, Func y, Func mask, Func phi, const CassiGeometry &g,
-                                  BandSumForm form, Expr lambda, Expr gamma, Expr tv_weight, Expr tv_iterations,
-                                  Expr tv_strip_rows) {
-  AdmmTvIteration it;
+// ADMM-TV's data step, then make_tv(x - b); out(make_tv's result) is Tuple(theta', b').
+template <class Tv, class MakeTv, class MakeOut>
+AdmmTvIterationOf<Tv> admm_iteration(Func theta, Func bvar, Func y, Func mask, Func phi, const CassiGeometry &g,
+                                     BandSumForm form, Expr lambda, Expr gamma, MakeTv make_tv, MakeOut make_out) {
+  AdmmTvIterationOf<Tv> it;
   it.sum = Func("theta_plus_b");
   it.sum(w, h, c, b) = theta(w, h, c, b) + bvar(w, h, c, b);
   it.forward = cassi_forward(it.sum, mask, g, form);
@@ -328,10 +332,51 @@ AdmmTvIteration admm_tv_iteration(Func theta, Func bvar, Func y, Func mask, Func
   it.data = projection_step(it.sum, it.normalized, mask, g, lambda);
   Func shifted("x_minus_b");
   shifted(w, h, c, b) = it.data(w, h, c, b) - bvar(w, h, c, b);
-  it.tv = tv_chambolle(shifted, g.width, g.height, tv_weight, tv_iterations, tv_strip_rows);
-  it.out = Func("theta_b_next");
-  it.out(w, h, c, b) = Tuple(it.tv.out(w, h, c, b), it.tv.divergence(w, h, c, b));
+  it.tv = make_tv(shifted);
+  it.out = make_out(it.tv);
   return it;
+}
+}  // namespace
+
+GapTvIteration gap_tv_iteration(Func x, Func y, Func y1, Func mask, Func phi, const CassiGeometry &g, BandSumForm form,
+                                Expr lambda, Expr accelerate, Expr tv_weight, Expr tv_iterations, Expr tv_strip_rows) {
+  return gap_iteration<TvChambolle>(x, y, y1, mask, phi, g, form, lambda, accelerate, [&](Func data) {
+    return tv_chambolle(data, g.width, g.height, tv_weight, tv_iterations, tv_strip_rows);
+  });
+}
+
+GapTvVectorialIteration gap_tv_vectorial_iteration(Func x, Func y, Func y1, Func mask, Func phi,
+                                                   const CassiGeometry &g, BandSumForm form, Expr lambda,
+                                                   Expr accelerate, Expr tv_weight, Expr tv_iterations,
+                                                   Expr tv_strip_rows, TvVectorialForm tv_form) {
+  return gap_iteration<TvVectorial>(x, y, y1, mask, phi, g, form, lambda, accelerate, [&](Func data) {
+    return tv_vectorial(data, g.width, g.height, g.bands, tv_weight, tv_iterations, tv_strip_rows, false, tv_form);
+  });
+}
+
+AdmmTvIteration admm_tv_iteration(Func theta, Func bvar, Func y, Func mask, Func phi, const CassiGeometry &g,
+                                  BandSumForm form, Expr lambda, Expr gamma, Expr tv_weight, Expr tv_iterations,
+                                  Expr tv_strip_rows) {
+  return admm_iteration<TvChambolle>(
+      theta, bvar, y, mask, phi, g, form, lambda, gamma,
+      [&](Func image) { return tv_chambolle(image, g.width, g.height, tv_weight, tv_iterations, tv_strip_rows); },
+      [](const TvChambolle &tv) {
+        Func out("theta_b_next");
+        out(w, h, c, b) = Tuple(tv.out(w, h, c, b), tv.divergence(w, h, c, b));
+        return out;
+      });
+}
+
+AdmmTvVectorialIteration admm_tv_vectorial_iteration(Func theta, Func bvar, Func y, Func mask, Func phi,
+                                                     const CassiGeometry &g, BandSumForm form, Expr lambda,
+                                                     Expr gamma, Expr tv_weight, Expr tv_iterations,
+                                                     Expr tv_strip_rows, TvVectorialForm tv_form) {
+  return admm_iteration<TvVectorial>(
+      theta, bvar, y, mask, phi, g, form, lambda, gamma,
+      [&](Func image) {
+        return tv_vectorial(image, g.width, g.height, g.bands, tv_weight, tv_iterations, tv_strip_rows, true, tv_form);
+      },
+      [](const TvVectorial &tv) { return tv.out; });  // Tuple(f + div p, div p)
 }
 
 }  // namespace hpipe::alg

@@ -69,6 +69,7 @@ inline TvVectorialForm tv_vectorial_form(const Halide::Target &t) {
 }
 struct TvVectorial {
   TvVectorialForm form;
+  Halide::Func image;  // f(w, h, c, b): the image being denoised, a Func a schedule may place
   Halide::Func state;
   // sweep: (x, band, phase, step, time); steps: (band, phase, x, y, step). `phase` has a constant
   // extent, and a schedule of the sweep must unroll it: with `phase` a loop, Halide 14 gives the
@@ -83,33 +84,50 @@ TvVectorial tv_vectorial(Halide::Func image, Halide::Expr width, Halide::Expr he
 
 // One accelerated GAP-TV iteration (Yuan 2016; y1 starts at 0):
 //   yb = A x;  y1' = y1 + (y - yb);  x' = TV(x + lambda A^T((y1' - yb) / Phi))
-// and the plain GAP step x' = TV(x + lambda A^T((y - yb) / Phi)) when `accelerate` is 0.
-struct GapTvIteration {
+// and the plain GAP step x' = TV(x + lambda A^T((y - yb) / Phi)) when `accelerate` is 0. The TV is
+// per band (TvChambolle) or band-coupled (TvVectorial, in the form tv_vectorial_form gives).
+template <class Tv>
+struct GapTvIterationOf {
   CassiForward forward;     // yb = A x
   Halide::Func y1;          // y1 + (y - yb)
   Halide::Func normalized;  // (y1' - yb) / Phi, or (y - yb) / Phi
   Halide::Func data;        // x + lambda A^T normalized: the Euclidean projection step
-  TvChambolle tv;           // TV(data); tv.out is x'
+  Tv tv;                    // TV(data); tv.out is x'
 };
+using GapTvIteration = GapTvIterationOf<TvChambolle>;
+using GapTvVectorialIteration = GapTvIterationOf<TvVectorial>;
 GapTvIteration gap_tv_iteration(Halide::Func x, Halide::Func y, Halide::Func y1, Halide::Func mask, Halide::Func phi,
                                 const CassiGeometry &g, BandSumForm form, Halide::Expr lambda, Halide::Expr accelerate,
                                 Halide::Expr tv_weight, Halide::Expr tv_iterations, Halide::Expr tv_strip_rows);
+GapTvVectorialIteration gap_tv_vectorial_iteration(Halide::Func x, Halide::Func y, Halide::Func y1, Halide::Func mask,
+                                                   Halide::Func phi, const CassiGeometry &g, BandSumForm form,
+                                                   Halide::Expr lambda, Halide::Expr accelerate, Halide::Expr tv_weight,
+                                                   Halide::Expr tv_iterations, Halide::Expr tv_strip_rows,
+                                                   TvVectorialForm tv_form);
 
 // One ADMM-TV iteration (Yuan's admm_denoise):
 //   v = theta + b;  x = v + lambda A^T((y - A v) / (Phi + gamma));  theta' = TV(x - b);  b' = b - (x - theta')
 // Since theta' = (x - b) + div p, b' = div p: `out` is Tuple(theta', b') from one TV pass.
-struct AdmmTvIteration {
+template <class Tv>
+struct AdmmTvIterationOf {
   Halide::Func sum;         // theta + b
   CassiForward forward;     // A (theta + b)
   Halide::Func normalized;  // (y - A v) / (Phi + gamma)
   Halide::Func data;        // x = v + lambda A^T normalized
-  TvChambolle tv;           // TV(x - b)
+  Tv tv;                    // TV(x - b)
   Halide::Func out;         // Tuple(theta', b')
 };
+using AdmmTvIteration = AdmmTvIterationOf<TvChambolle>;
+using AdmmTvVectorialIteration = AdmmTvIterationOf<TvVectorial>;
 AdmmTvIteration admm_tv_iteration(Halide::Func theta, Halide::Func b, Halide::Func y, Halide::Func mask,
                                   Halide::Func phi, const CassiGeometry &g, BandSumForm form, Halide::Expr lambda,
                                   Halide::Expr gamma, Halide::Expr tv_weight, Halide::Expr tv_iterations,
                                   Halide::Expr tv_strip_rows);
+AdmmTvVectorialIteration admm_tv_vectorial_iteration(Halide::Func theta, Halide::Func b, Halide::Func y,
+                                                     Halide::Func mask, Halide::Func phi, const CassiGeometry &g,
+                                                     BandSumForm form, Halide::Expr lambda, Halide::Expr gamma,
+                                                     Halide::Expr tv_weight, Halide::Expr tv_iterations,
+                                                     Halide::Expr tv_strip_rows, TvVectorialForm tv_form);
 
 // Estimates: one 28-band 256 x 256 scene (the synthetic scene of hpipe synth), S = 2, 5 TV iterations.
 struct ReconEstimates {

@@ -65,20 +65,19 @@ class TvChambolleGenerator : public FamilyGenerator<TvChambolleGenerator<T>, sch
 };
 
 // Vectorial TV: every step in one sweep (generators/recon.h), strips of `strip_rows` rows in
-// parallel. The result f + div p, and with WithDivergence also div p (ADMM-TV's b').
-template <class T, bool WithDivergence>
-class TvVectorialGenerator : public FamilyGenerator<TvVectorialGenerator<T, WithDivergence>, sched::ReconKnobs> {
+// parallel.
+template <class T>
+class TvVectorialGenerator : public FamilyGenerator<TvVectorialGenerator<T>, sched::ReconKnobs> {
  public:
   GeneratorInput<Buffer<T>> x{"image", 4};
   GeneratorInput<T> weight{"weight"};
   GeneratorInput<int> iterations{"iterations"};
   GeneratorInput<int> strip_rows{"strip_rows"};
-  GeneratorOutput<Func> out{
-      "out", WithDivergence ? std::vector<Type>{type_of<T>(), type_of<T>()} : std::vector<Type>{type_of<T>()}, 4};
+  GeneratorOutput<Buffer<T>> out{"out", 4};
 
   void generate() {
     auto op = alg::tv_vectorial(x, x.dim(0).extent(), x.dim(1).extent(), x.dim(2).extent(), weight, iterations,
-                                strip_rows, WithDivergence, alg::tv_vectorial_form(this->get_target()));
+                                strip_rows, false, alg::tv_vectorial_form(this->get_target()));
     out = op.out;
     const ReconEstimates e;
     x.set_estimates(e.cassi.cube());
@@ -89,13 +88,10 @@ class TvVectorialGenerator : public FamilyGenerator<TvVectorialGenerator<T, With
     this->schedule_with_knobs(op);
   }
 };
-template <class T>
-using TvVectorialImageGenerator = TvVectorialGenerator<T, false>;
-template <class T>
-using TvVectorialDivergenceGenerator = TvVectorialGenerator<T, true>;
 
-template <class T>
-class GapTvGenerator : public FamilyGenerator<GapTvGenerator<T>, sched::ReconKnobs> {
+// One GAP-TV iteration; Vectorial: with the band-coupled TV, in the form the target takes.
+template <class T, bool Vectorial>
+class GapTvGenerator : public FamilyGenerator<GapTvGenerator<T, Vectorial>, sched::ReconKnobs> {
  public:
   GeneratorInput<Buffer<T>> x{"x_prev", 4};
   GeneratorInput<Buffer<T>> y1{"y1_prev", 3};
@@ -105,9 +101,20 @@ class GapTvGenerator : public FamilyGenerator<GapTvGenerator<T>, sched::ReconKno
   GeneratorOutput<Buffer<T>> y1_next{"y1_next", 3};
 
   void generate() {
-    auto op = alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(),
-                                    alg::band_sum_form(this->get_target()), args.lambda, accelerate, args.tv_weight,
-                                    args.tv_iterations, args.tv_strip_rows);
+    const alg::BandSumForm form = alg::band_sum_form(this->get_target());
+    if constexpr (Vectorial) {
+      finish(alg::gap_tv_vectorial_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(), form, args.lambda,
+                                             accelerate, args.tv_weight, args.tv_iterations, args.tv_strip_rows,
+                                             alg::tv_vectorial_form(this->get_target())));
+    } else {
+      finish(alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(), form, args.lambda, accelerate,
+                                   args.tv_weight, args.tv_iterations, args.tv_strip_rows));
+    }
+  }
+
+ private:
+  template <class Op>
+  void finish(const Op &op) {
     x_next = op.tv.out;
     y1_next = op.y1;
     const ReconEstimates e;
@@ -120,9 +127,14 @@ class GapTvGenerator : public FamilyGenerator<GapTvGenerator<T>, sched::ReconKno
     this->schedule_with_knobs(op);
   }
 };
-
 template <class T>
-class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T>, sched::ReconKnobs> {
+using GapTvBandGenerator = GapTvGenerator<T, false>;
+template <class T>
+using GapTvVectorialGenerator = GapTvGenerator<T, true>;
+
+// One ADMM-TV iteration; Vectorial: with the band-coupled TV, in the form the target takes.
+template <class T, bool Vectorial>
+class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T, Vectorial>, sched::ReconKnobs> {
  public:
   GeneratorInput<Buffer<T>> theta{"theta_prev", 4};
   GeneratorInput<Buffer<T>> b{"b_prev", 4};
@@ -131,9 +143,20 @@ class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T>, sched::ReconK
   GeneratorOutput<Func> next{"next", {type_of<T>(), type_of<T>()}, 4};  // (theta', b')
 
   void generate() {
-    auto op = alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(),
-                                     alg::band_sum_form(this->get_target()), args.lambda, gamma, args.tv_weight,
-                                     args.tv_iterations, args.tv_strip_rows);
+    const alg::BandSumForm form = alg::band_sum_form(this->get_target());
+    if constexpr (Vectorial) {
+      finish(alg::admm_tv_vectorial_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), form,
+                                              args.lambda, gamma, args.tv_weight, args.tv_iterations,
+                                              args.tv_strip_rows, alg::tv_vectorial_form(this->get_target())));
+    } else {
+      finish(alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), form, args.lambda, gamma,
+                                    args.tv_weight, args.tv_iterations, args.tv_strip_rows));
+    }
+  }
+
+ private:
+  template <class Op>
+  void finish(const Op &op) {
     next = op.out;
     const ReconEstimates e;
     theta.set_estimates(e.cassi.cube());
@@ -144,12 +167,17 @@ class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T>, sched::ReconK
     this->schedule_with_knobs(op);
   }
 };
+template <class T>
+using AdmmTvBandGenerator = AdmmTvGenerator<T, false>;
+template <class T>
+using AdmmTvVectorialGenerator = AdmmTvGenerator<T, true>;
 
 }  // namespace
 }  // namespace hpipe
 
 HPIPE_REGISTER_GENERATOR(hpipe::TvChambolleGenerator, tv_chambolle)
-HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialImageGenerator, tv_vectorial)
-HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialDivergenceGenerator, tv_vectorial_divergence)
-HPIPE_REGISTER_GENERATOR(hpipe::GapTvGenerator, gap_tv_step)
-HPIPE_REGISTER_GENERATOR(hpipe::AdmmTvGenerator, admm_tv_step)
+HPIPE_REGISTER_GENERATOR(hpipe::TvVectorialGenerator, tv_vectorial)
+HPIPE_REGISTER_GENERATOR(hpipe::GapTvBandGenerator, gap_tv_step)
+HPIPE_REGISTER_GENERATOR(hpipe::GapTvVectorialGenerator, gap_tv_vectorial_step)
+HPIPE_REGISTER_GENERATOR(hpipe::AdmmTvBandGenerator, admm_tv_step)
+HPIPE_REGISTER_GENERATOR(hpipe::AdmmTvVectorialGenerator, admm_tv_vectorial_step)

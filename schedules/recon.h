@@ -34,11 +34,15 @@ void schedule_cpu(alg::TvChambolle op, const Halide::Target &t, const ReconCpuKn
 void schedule_cpu(alg::TvVectorial op, const Halide::Target &t, const ReconCpuKnobs &k);
 void schedule_cpu(alg::GapTvIteration op, const Halide::Target &t, const ReconCpuKnobs &k);
 void schedule_cpu(alg::AdmmTvIteration op, const Halide::Target &t, const ReconCpuKnobs &k);
+void schedule_cpu(alg::GapTvVectorialIteration op, const Halide::Target &t, const ReconCpuKnobs &k);
+void schedule_cpu(alg::AdmmTvVectorialIteration op, const Halide::Target &t, const ReconCpuKnobs &k);
 
 void schedule_cuda(alg::TvChambolle op, const Halide::Target &t, const ReconCudaKnobs &k);
 void schedule_cuda(alg::TvVectorial op, const Halide::Target &t, const ReconCudaKnobs &k);
 void schedule_cuda(alg::GapTvIteration op, const Halide::Target &t, const ReconCudaKnobs &k);
 void schedule_cuda(alg::AdmmTvIteration op, const Halide::Target &t, const ReconCudaKnobs &k);
+void schedule_cuda(alg::GapTvVectorialIteration op, const Halide::Target &t, const ReconCudaKnobs &k);
+void schedule_cuda(alg::AdmmTvVectorialIteration op, const Halide::Target &t, const ReconCudaKnobs &k);
 
 struct ReconKnobs {
   using Cpu = ReconCpuKnobs;

@@ -73,6 +73,30 @@ void compute_image_in_task(Func image, Func out, Var task, const Target &t, cons
                                         TailStrategy::GuardWithIf);
 }
 
+// The vectorial TV's output: one task per strip of a batch item; the sweep's rings (~1 MiB at 28
+// x 256, 5 iterations) stay in the core's L2; each phase a loop over a row, vectorized. Returns
+// the task loop.
+Var schedule_tv_vectorial(const alg::TvVectorial &tv, const Target &t, const ReconCpuKnobs &k) {
+  _halide_user_assert(tv.form == alg::TvVectorialForm::sweep)
+      << "the CPU schedule of tv_vectorial is for its sweep form";
+  const int lanes = vector_lanes(t, value_type(tv.out), k.vector_factor);
+  Func out = tv.out;
+  Var w = arg(out, 0), h = arg(out, 1), c = arg(out, 2), b = arg(out, 3), ho("ho"), hi("hi"), task("task");
+  out.split(h, ho, hi, tv.strip_rows, TailStrategy::GuardWithIf)
+      .reorder(w, c, hi, ho, b)
+      .fuse(ho, b, task)
+      .parallel(task)
+      .vectorize(w, lanes, TailStrategy::GuardWithIf);
+  Func state = tv.state;
+  state.compute_at(out, task);
+  // Lanes write distinct pixels of one plane and read other planes: no race (see generators/recon.h).
+  state.update()
+      .allow_race_conditions()
+      .vectorize(tv.sweep[0], lanes, TailStrategy::GuardWithIf)
+      .unroll(tv.sweep[2]);
+  return task;
+}
+
 }  // namespace
 
 void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) {
@@ -80,24 +104,7 @@ void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) 
 }
 
 void schedule_cpu(alg::TvVectorial op, const Target &t, const ReconCpuKnobs &k) {
-  _halide_user_assert(op.form == alg::TvVectorialForm::sweep)
-      << "the CPU schedule of tv_vectorial is for its sweep form";
-  // One task per strip of a batch item: the sweep's rings (~1 MiB at 28 x 256, 5 iterations) stay
-  // in the core's L2; each phase a loop over a row, vectorized.
-  const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
-  Func out = op.out;
-  Var w = arg(out, 0), h = arg(out, 1), c = arg(out, 2), b = arg(out, 3), ho("ho"), hi("hi"), task("task");
-  out.split(h, ho, hi, op.strip_rows, TailStrategy::GuardWithIf)
-      .reorder(w, c, hi, ho, b)
-      .fuse(ho, b, task)
-      .parallel(task)
-      .vectorize(w, lanes, TailStrategy::GuardWithIf);
-  op.state.compute_at(out, task);
-  // Lanes write distinct pixels of one plane and read other planes: no race (see generators/recon.h).
-  op.state.update()
-      .allow_race_conditions()
-      .vectorize(op.sweep[0], lanes, TailStrategy::GuardWithIf)
-      .unroll(op.sweep[2]);
+  schedule_tv_vectorial(op, t, k);  // the image is the input itself
 }
 
 void schedule_cpu(alg::GapTvIteration op, const Target &t, const ReconCpuKnobs &k) {
@@ -112,6 +119,23 @@ void schedule_cpu(alg::AdmmTvIteration op, const Target &t, const ReconCpuKnobs 
   schedule_forward(op.forward, t, k);
   schedule_measurement(op.normalized, t, k);
   Var task = schedule_tv(op.tv, op.out, t, k);
+  compute_image_in_task(op.tv.image, op.out, task, t, k);
+}
+
+// The vectorial iterations: the data step computed into each strip's image (its rows and the
+// rows the strip recomputes each side), which the sweep reads at every step; no cube in memory.
+void schedule_cpu(alg::GapTvVectorialIteration op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_measurement(op.y1, t, k);
+  schedule_measurement(op.normalized, t, k);
+  Var task = schedule_tv_vectorial(op.tv, t, k);
+  compute_image_in_task(op.tv.image, op.tv.out, task, t, k);
+}
+
+void schedule_cpu(alg::AdmmTvVectorialIteration op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_measurement(op.normalized, t, k);
+  Var task = schedule_tv_vectorial(op.tv, t, k);
   compute_image_in_task(op.tv.image, op.out, task, t, k);
 }
 

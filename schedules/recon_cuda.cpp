@@ -59,13 +59,7 @@ void schedule_forward(alg::CassiForward forward, const Target &t, const ReconCud
   forward.y.compute_root();
 }
 
-}  // namespace
-
-void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k) {
-  schedule_tv(op, op.out, k);  // the image is the input itself
-}
-
-void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k) {
+void schedule_tv_vectorial(const alg::TvVectorial &op, const ReconCudaKnobs &k) {
   _halide_user_assert(op.form == alg::TvVectorialForm::steps)
       << "the CUDA schedule of tv_vectorial is for its steps form";
   gpu_tile_image(op.out, k.block_w, k.block_h);
@@ -88,6 +82,16 @@ void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k)
       .unroll(phase);
 }
 
+}  // namespace
+
+void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k) {
+  schedule_tv(op, op.out, k);  // the image is the input itself
+}
+
+void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k) {
+  schedule_tv_vectorial(op, k);  // the image is the input itself
+}
+
 void schedule_cuda(alg::GapTvIteration op, const Target &t, const ReconCudaKnobs &k) {
   schedule_forward(op.forward, t, k);
   gpu_tile_image(op.y1, k.block_w, k.block_h);
@@ -101,6 +105,22 @@ void schedule_cuda(alg::AdmmTvIteration op, const Target &t, const ReconCudaKnob
   schedule_root(op.normalized, k);
   schedule_root(op.tv.image, k);
   schedule_tv(op.tv, op.out, k);
+}
+
+// The vectorial iterations: the data step a cube in device memory, then the TV's steps.
+void schedule_cuda(alg::GapTvVectorialIteration op, const Target &t, const ReconCudaKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  gpu_tile_image(op.y1, k.block_w, k.block_h);
+  schedule_root(op.normalized, k);
+  schedule_root(op.tv.image, k);
+  schedule_tv_vectorial(op.tv, k);
+}
+
+void schedule_cuda(alg::AdmmTvVectorialIteration op, const Target &t, const ReconCudaKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_root(op.normalized, k);
+  schedule_root(op.tv.image, k);
+  schedule_tv_vectorial(op.tv, k);
 }
 
 }  // namespace hpipe::sched

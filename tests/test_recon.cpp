@@ -210,6 +210,7 @@ TYPED_TEST(ReconTyped, GapAndAdmmMatchReferenceOnCuda) {
   vectorial.vectorial = true;
   vectorial.iterations = 8;
   check_method<TypeParam>(ReconMethod::gap_tv, vectorial, Device::cuda);
+  check_method<TypeParam>(ReconMethod::admm_tv, vectorial, Device::cuda);
 }
 
 // GAP-TV and ADMM-TV in double on random scenes of `p` with `mask`: the result after `iterations`,

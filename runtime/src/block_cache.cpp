@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-#include <new>
 
 #include "HalideRuntime.h"
 
@@ -88,14 +87,5 @@ void install_block_cache() {
     halide_set_custom_free(cached_free);
   });
 }
-
-void *acquire_scratch(std::size_t bytes) {
-  install_block_cache();
-  void *data = cached_malloc(nullptr, bytes);
-  if (!data) throw std::bad_alloc();
-  return data;
-}
-
-void release_scratch(void *data) { cached_free(nullptr, data); }
 
 }  // namespace hpipe::detail

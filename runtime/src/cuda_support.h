@@ -15,20 +15,4 @@ int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_dev
 // Frees hpipe's device copy of a host-memory buffer, or detaches a caller's device memory.
 void release_device(void *context, halide_buffer_t *buffer, bool caller_device_memory);
 
-// Uninitialised device memory for a call's intermediates, from Halide's allocation pool (reused
-// on the same stream, so stream-ordered like the calls that use it).
-class CudaScratch {
- public:
-  CudaScratch(std::size_t bytes, void *cuda_stream);
-  ~CudaScratch();
-  CudaScratch(const CudaScratch &) = delete;
-  CudaScratch &operator=(const CudaScratch &) = delete;
-  void *data() const { return reinterpret_cast<void *>(buffer_.device); }
-
- private:
-  halide_dimension_t dim_{};
-  halide_buffer_t buffer_{};
-  void *cuda_stream_;
-};
-
 }  // namespace hpipe::detail

@@ -255,33 +255,12 @@ void release_device(void *context, halide_buffer_t *buffer, bool caller_device_m
     halide_device_free(context, buffer);
   }
 }
-CudaScratch::CudaScratch(std::size_t bytes, void *cuda_stream) : cuda_stream_(cuda_stream) {
-  dim_.extent = static_cast<std::int32_t>((bytes + 3) / 4);  // words: 2 GiB and more fit an extent
-  dim_.stride = 1;
-  buffer_.type = halide_type_of<std::uint32_t>();
-  buffer_.dimensions = 1;
-  buffer_.dim = &dim_;
-  CallContext context;
-  context.cuda_stream = cuda_stream;
-  if (halide_device_malloc(&context, &buffer_, halide_cuda_device_interface()))
-    throw Error("hpipe: could not allocate " + std::to_string(bytes) + " bytes of CUDA memory" +
-                (context.error.empty() ? "" : ": " + context.error));
-}
-CudaScratch::~CudaScratch() {
-  CallContext context;
-  context.cuda_stream = cuda_stream_;
-  halide_device_free(&context, &buffer_);
-}
 #else
 void wrap_device_pointer(void *, halide_buffer_t *, void *) {
   throw Error("hpipe: CUDA memory given, but this hpipe was built without CUDA (HPIPE_CUDA=OFF)");
 }
 int finish_device_output(void *, halide_buffer_t *, bool) { return 0; }
 void release_device(void *, halide_buffer_t *, bool) {}
-CudaScratch::CudaScratch(std::size_t, void *) : cuda_stream_(nullptr) {
-  throw Error("hpipe: CUDA scratch asked for, but this hpipe was built without CUDA (HPIPE_CUDA=OFF)");
-}
-CudaScratch::~CudaScratch() = default;
 #endif
 
 }  // namespace detail

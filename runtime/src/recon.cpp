@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <string>
 #include <utility>
 
 #include <unistd.h>
 
-#include "block_cache.h"
 #include "call.h"
 #include "cassi_checks.h"
-#include "cuda_support.h"
 #include "kernels.h"
 
 namespace hpipe {
@@ -35,9 +32,10 @@ struct ReconKernels;
   struct ReconKernels<T> {                                                                                \
     static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);                                 \
     static constexpr auto tv_vectorial = HPIPE_KERNEL(hpipe_tv_vectorial_##suffix);                       \
-    static constexpr auto tv_vectorial_divergence = HPIPE_KERNEL(hpipe_tv_vectorial_divergence_##suffix); \
     static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);                                 \
+    static constexpr auto gap_vectorial = HPIPE_KERNEL(hpipe_gap_tv_vectorial_step_##suffix);             \
     static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);                               \
+    static constexpr auto admm_vectorial = HPIPE_KERNEL(hpipe_admm_tv_vectorial_step_##suffix);           \
   };
 HPIPE_RECON_KERNELS(float, f32)
 HPIPE_RECON_KERNELS(double, f64)
@@ -72,30 +70,6 @@ double residual_norm(View<const T, 3> y, View<const T, 4> x, const Mask<T> &mask
       }
   return std::sqrt(sum);
 }
-
-// A dense cube of uninitialised scratch for the vectorial TV's intermediates, in the memory of
-// the kernels that use it.
-template <class T>
-class ScratchCube {
- public:
-  ScratchCube(const char *op, const Shape4 &cube, bool on_cuda, const Options &options) : shape_(cube) {
-    const auto count = static_cast<std::size_t>(detail::checked_product(op, cube));
-    if (on_cuda) {
-      device_.emplace(count * sizeof(T), options.cuda_stream);
-    } else {
-      host_.emplace(count);
-    }
-  }
-  View<T, 4> view() const {
-    return device_ ? View<T, 4>(static_cast<T *>(device_->data()), shape_, Memory::cuda)
-                   : View<T, 4>(host_->data(), shape_);
-  }
-
- private:
-  Shape4 shape_;
-  std::optional<detail::Scratch<T>> host_;
-  std::optional<detail::CudaScratch> device_;
-};
 
 // Rows of a strip of the vectorial TV's sweep (generators/recon.h). Each strip recomputes the
 // (iterations - 1) rows each side of it, so strips are tall: on the CPU as many as give every
@@ -144,31 +118,18 @@ std::int64_t tv_band_strip_rows(const Shape4 &cube, std::size_t element_size, in
   return (height + strips - 1) / strips;
 }
 
-// The vectorial TV of `image` into `out`, and div p into `div` where given: one kernel, every step.
-template <class T>
-void tv_vectorial(const char *op, View<const T, 4> image, const TvParams &tv, View<T, 4> out,
-                  std::optional<View<T, 4>> div, const Options &options) {
-  Call call(op, options);
-  auto fa = call.input("x", image);
-  auto oa = call.output("out", out);
-  const int strip_rows = static_cast<int>(tv_vectorial_strip_rows(image.shape(), sizeof(T), tv.iterations, call.uses_cuda()));
-  const T weight = static_cast<T>(tv.weight);
-  if (div) {
-    auto da = call.output("divergence", *div);
-    call.run(ReconKernels<T>::tv_vectorial_divergence, fa, weight, tv.iterations, strip_rows, oa, da);
-  } else {
-    call.run(ReconKernels<T>::tv_vectorial, fa, weight, tv.iterations, strip_rows, oa);
-  }
-}
-
 template <class T>
 void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &options) {
   Call call("tv_denoise", options);
   check_tv(call, tv);
   check_shape(call, "out", out, x.shape(), " (the shape of x)");
-  if (tv.vectorial) return tv_vectorial<T>("tv_denoise", x, tv, out, std::nullopt, options);
   auto xa = call.input("x", x);
   auto oa = call.output("out", out);
+  if (tv.vectorial) {
+    const auto rows = tv_vectorial_strip_rows(x.shape(), sizeof(T), tv.iterations, call.uses_cuda());
+    return call.run(ReconKernels<T>::tv_vectorial, xa, static_cast<T>(tv.weight), tv.iterations,
+                    static_cast<int>(rows), oa);
+  }
   const int strip_rows =
       static_cast<int>(tv_band_strip_rows(x.shape(), sizeof(T), tv.iterations, kTvPlanes, call.uses_cuda()));
   call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, strip_rows, oa);
@@ -198,6 +159,14 @@ View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &
   return bind_mask(call, mask, cube[1], cube[2], cube[3]);
 }
 
+// The strips of an iteration kernel's TV, per band or vectorial.
+template <class T>
+int step_strip_rows(Call &call, const Shape4 &cube, const TvParams &tv) {
+  return static_cast<int>(tv.vectorial ? tv_vectorial_strip_rows(cube, sizeof(T), tv.iterations, call.uses_cuda())
+                                       : tv_band_strip_rows(cube, sizeof(T), tv.iterations, kTvIterationPlanes,
+                                                            call.uses_cuda()));
+}
+
 template <class T>
 void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,
                    View<const T, 2> phi, const ReconParams &p, View<T, 4> x_next, View<T, 3> y1_next,
@@ -212,18 +181,13 @@ void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, 
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
   auto pa = call.input("phi", phi);
-  // The vectorial TV runs after the kernel's data step (a kernel TV of 1 iteration is the identity).
-  std::optional<ScratchCube<T>> data;
-  if (p.tv.vectorial) data.emplace("gap_tv_step", x.shape(), call.uses_cuda(), options);
-  auto xo = call.output("x_next", data ? data->view() : x_next);
+  auto xo = call.output("x_next", x_next);
   auto y1o = call.output("y1_next", y1_next);
   const Dispersion d = p.dispersion;
-  const int tv_iterations = p.tv.vectorial ? 1 : p.tv.iterations;
-  const int strip_rows =
-      static_cast<int>(tv_band_strip_rows(x.shape(), sizeof(T), tv_iterations, kTvIterationPlanes, call.uses_cuda()));
-  call.run(ReconKernels<T>::gap, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-           static_cast<T>(p.tv.weight), tv_iterations, strip_rows, p.accelerate ? 1 : 0, xo, y1o);
-  if (data) tv_vectorial<T>("gap_tv_step", View<const T, 4>(data->view()), p.tv, x_next, std::nullopt, options);
+  const auto kernel = p.tv.vectorial ? ReconKernels<T>::gap_vectorial : ReconKernels<T>::gap;
+  call.run(kernel, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
+           static_cast<T>(p.tv.weight), p.tv.iterations, step_strip_rows<T>(call, x.shape(), p.tv),
+           p.accelerate ? 1 : 0, xo, y1o);
 }
 
 template <class T>
@@ -240,21 +204,13 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
   auto pa = call.input("phi", phi);
-  // Vectorial: the kernel with a TV of 1 iteration gives (x - b, 0); the TV gives (theta', b' = div p).
-  std::optional<ScratchCube<T>> data, zero;
-  if (p.tv.vectorial) {
-    data.emplace("admm_tv_step", theta.shape(), call.uses_cuda(), options);
-    zero.emplace("admm_tv_step", theta.shape(), call.uses_cuda(), options);
-  }
-  auto to = call.output("theta_next", data ? data->view() : theta_next);
-  auto bo = call.output("b_next", zero ? zero->view() : b_next);
+  auto to = call.output("theta_next", theta_next);
+  auto bo = call.output("b_next", b_next);
   const Dispersion d = p.dispersion;
-  const int tv_iterations = p.tv.vectorial ? 1 : p.tv.iterations;
-  const int strip_rows = static_cast<int>(
-      tv_band_strip_rows(theta.shape(), sizeof(T), tv_iterations, kTvIterationPlanes, call.uses_cuda()));
-  call.run(ReconKernels<T>::admm, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-           static_cast<T>(p.tv.weight), tv_iterations, strip_rows, static_cast<T>(p.gamma), to, bo);
-  if (data) tv_vectorial<T>("admm_tv_step", View<const T, 4>(data->view()), p.tv, theta_next, b_next, options);
+  const auto kernel = p.tv.vectorial ? ReconKernels<T>::admm_vectorial : ReconKernels<T>::admm;
+  call.run(kernel, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
+           static_cast<T>(p.tv.weight), p.tv.iterations, step_strip_rows<T>(call, theta.shape(), p.tv),
+           static_cast<T>(p.gamma), to, bo);
 }
 
 // Everything a whole run checks before any work; returns Phi for the mask.

@@ -1,7 +1,7 @@
 // The reconstruction family's entry in the tuner registry: the TV denoiser and one GAP-TV and one
 // ADMM-TV iteration, their cases and tolerances. Algorithms, estimates and knob structs are the
-// generators' own (pipelines/recon_generators.cpp). The vectorial TV is tuned as tv_vectorial
-// (its divergence variant takes the same knobs).
+// generators' own (pipelines/recon_generators.cpp). The vectorial iterations (gap_tv_vectorial_step,
+// admm_tv_vectorial_step) take the knobs tuned for gap_tv_step and admm_tv_step.
 #include <sstream>
 
 #include "generators/recon.h"
