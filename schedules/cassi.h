@@ -12,16 +12,18 @@ struct CassiCpuKnobs {
   int sum_per_vector = 1;  // reductions: 1 = accumulate one vector in registers, 0 = a whole row in L1
   // Rows of sums a band-sum scatter (width dispersion) computes at a time, at most a task's: the
   // group interiors read every band's rows of the block, and the edges read them again, so a
-  // block's C x rows rows of the cube should stay in L2 (at W4, 224 KiB for 8 rows; a task's 32
-  // rows, 896 KiB, outgrew a 512 KiB L2 and made A 1.5x slower: docs/performance-notes.md).
-  int scatter_rows = 8;
+  // block's C x rows rows of the cube should stay in L2: 448 KiB at W4 for 16 rows, for L2s of
+  // 1 MiB and more (Zen 5: 6-8% faster than 8 rows, whose 8 KiB runs per band the prefetchers
+  // follow less well). A task's 32 rows, 896 KiB, outgrew a 512 KiB L2 (Zen 3) and made A 1.5x
+  // slower there; tune 8 on such a core (docs/performance-notes.md).
+  int scatter_rows = 16;
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
     f("rows_per_task", rows_per_task, Candidates{1, 2, 4, 8, 16, 32, 64, 128});
     f("sum_per_vector", sum_per_vector, Candidates{0, 1});
-    f("scatter_rows", scatter_rows, Candidates{1, 2, 4, 8, 32});
+    f("scatter_rows", scatter_rows, Candidates{1, 2, 4, 8, 16, 32});
   }
   bool valid() const {
     return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1 && scatter_rows >= 1;
