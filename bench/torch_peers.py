@@ -45,12 +45,19 @@ PYTHON_GOAL = 1.1  # from Python, within 10% of hpipe_bench's lead over the best
 OVERHEAD_GOAL_US = 2.0  # Python call over the C++ call, W3 case A
 
 
+# Idle time before each method is timed, so that the previous method's worker threads (PyTorch's
+# OpenMP team may spin after a parallel region) have left the cores: right after the slice-add peers,
+# W4 A from Python took 1.3-1.7x its time after an idle pause (Zen 5, 2026-11-27).
+SETTLE_S = 0.1
+
+
 def seconds_per_call(fn, device, repeats):
     """Median seconds per call of `repeats` samples; a sample batches calls to last about 1 ms."""
     def sync():
         if device == "cuda":
             torch.cuda.synchronize()
 
+    time.sleep(SETTLE_S)  # the previous method's worker threads go idle
     fn()  # warm-up: kernel selection, allocator, caches
     sync()
     start = time.perf_counter()
