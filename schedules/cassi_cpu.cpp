@@ -1,8 +1,8 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 3.98 ms (72% of BM_stream_read: its loads and its float64 work do not overlap), Aᵀ 3.93 ms, A⁺
-// 3.93 ms, column-count inverse 3.94 ms (78 / 78 / 77% of BM_stream_copy); 2-core AMD EPYC (Zen 5,
-// AVX-512, 1 MiB L2, VM), make bench median of 5, 2026-11-27 (later session).
+// W4 A 3.32 ms (76% of BM_stream_read: its loads and its float64 work do not overlap), Aᵀ 3.57 ms, A⁺
+// 3.54 ms, column-count inverse 3.68 ms (78 / 79 / 76% of BM_stream_copy); 2-core AMD EPYC (Zen 5,
+// AVX-512, 1 MiB L2, VM), make bench median of 5, 2026-11-27 (third session).
 #include <algorithm>
 
 #include "schedules/cassi.h"
