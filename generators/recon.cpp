@@ -345,10 +345,9 @@ GapTvIteration gap_tv_iteration(Func x, Func y, Func y1, Func mask, Func phi, co
   });
 }
 
-GapTvVectorialIteration gap_tv_vectorial_iteration(Func x, Func y, Func y1, Func mask, Func phi,
-                                                   const CassiGeometry &g, BandSumForm form, Expr lambda,
-                                                   Expr accelerate, Expr tv_weight, Expr tv_iterations,
-                                                   Expr tv_strip_rows, TvVectorialForm tv_form) {
+GapTvVectorialIteration gap_tv_vectorial_iteration(Func x, Func y, Func y1, Func mask, Func phi, const CassiGeometry &g,
+                                                   BandSumForm form, Expr lambda, Expr accelerate, Expr tv_weight,
+                                                   Expr tv_iterations, Expr tv_strip_rows, TvVectorialForm tv_form) {
   return gap_iteration<TvVectorial>(x, y, y1, mask, phi, g, form, lambda, accelerate, [&](Func data) {
     return tv_vectorial(data, g.width, g.height, g.bands, tv_weight, tv_iterations, tv_strip_rows, false, tv_form);
   });
@@ -368,9 +367,9 @@ AdmmTvIteration admm_tv_iteration(Func theta, Func bvar, Func y, Func mask, Func
 }
 
 AdmmTvVectorialIteration admm_tv_vectorial_iteration(Func theta, Func bvar, Func y, Func mask, Func phi,
-                                                     const CassiGeometry &g, BandSumForm form, Expr lambda,
-                                                     Expr gamma, Expr tv_weight, Expr tv_iterations,
-                                                     Expr tv_strip_rows, TvVectorialForm tv_form) {
+                                                     const CassiGeometry &g, BandSumForm form, Expr lambda, Expr gamma,
+                                                     Expr tv_weight, Expr tv_iterations, Expr tv_strip_rows,
+                                                     TvVectorialForm tv_form) {
   return admm_iteration<TvVectorial>(
       theta, bvar, y, mask, phi, g, form, lambda, gamma,
       [&](Func image) {

@@ -145,9 +145,9 @@ class AdmmTvGenerator : public FamilyGenerator<AdmmTvGenerator<T, Vectorial>, sc
   void generate() {
     const alg::BandSumForm form = alg::band_sum_form(this->get_target());
     if constexpr (Vectorial) {
-      finish(alg::admm_tv_vectorial_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), form,
-                                              args.lambda, gamma, args.tv_weight, args.tv_iterations,
-                                              args.tv_strip_rows, alg::tv_vectorial_form(this->get_target())));
+      finish(alg::admm_tv_vectorial_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), form, args.lambda,
+                                              gamma, args.tv_weight, args.tv_iterations, args.tv_strip_rows,
+                                              alg::tv_vectorial_form(this->get_target())));
     } else {
       finish(alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), form, args.lambda, gamma,
                                     args.tv_weight, args.tv_iterations, args.tv_strip_rows));

@@ -73,14 +73,13 @@ void compute_image_in_task(Func image, Func out, Var task, const Target &t, cons
                                         TailStrategy::GuardWithIf);
 }
 
-// The vectorial TV's output: one task per strip of a batch item; the sweep's rings (~1 MiB at 28
-// x 256, 5 iterations) stay in the core's L2; each phase a loop over a row, vectorized. Returns
-// the task loop.
-Var schedule_tv_vectorial(const alg::TvVectorial &tv, const Target &t, const ReconCpuKnobs &k) {
+// The vectorial TV's output `out` (tv.out): one task per strip of a batch item; the sweep's rings
+// (~1 MiB at 28 x 256, 5 iterations) stay in the core's L2; each phase a loop over a row,
+// vectorized. Returns the task loop.
+Var schedule_tv(const alg::TvVectorial &tv, Func out, const Target &t, const ReconCpuKnobs &k) {
   _halide_user_assert(tv.form == alg::TvVectorialForm::sweep)
       << "the CPU schedule of tv_vectorial is for its sweep form";
-  const int lanes = vector_lanes(t, value_type(tv.out), k.vector_factor);
-  Func out = tv.out;
+  const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
   Var w = arg(out, 0), h = arg(out, 1), c = arg(out, 2), b = arg(out, 3), ho("ho"), hi("hi"), task("task");
   out.split(h, ho, hi, tv.strip_rows, TailStrategy::GuardWithIf)
       .reorder(w, c, hi, ho, b)
@@ -90,11 +89,27 @@ Var schedule_tv_vectorial(const alg::TvVectorial &tv, const Target &t, const Rec
   Func state = tv.state;
   state.compute_at(out, task);
   // Lanes write distinct pixels of one plane and read other planes: no race (see generators/recon.h).
-  state.update()
-      .allow_race_conditions()
-      .vectorize(tv.sweep[0], lanes, TailStrategy::GuardWithIf)
-      .unroll(tv.sweep[2]);
+  state.update().allow_race_conditions().vectorize(tv.sweep[0], lanes, TailStrategy::GuardWithIf).unroll(tv.sweep[2]);
   return task;
+}
+
+// An iteration of GAP-TV or ADMM-TV, per band or vectorial: A x and the measurement-sized stages
+// computed once, then the data step into each TV task's image (for the vectorial TV, a strip's rows
+// and the rows it recomputes each side), which every step reads; no cube between them in memory.
+template <class Tv>
+void schedule_iteration(const alg::GapTvIterationOf<Tv> &op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_measurement(op.y1, t, k);
+  schedule_measurement(op.normalized, t, k);
+  Var task = schedule_tv(op.tv, op.tv.out, t, k);
+  compute_image_in_task(op.tv.image, op.tv.out, task, t, k);
+}
+template <class Tv>
+void schedule_iteration(const alg::AdmmTvIterationOf<Tv> &op, const Target &t, const ReconCpuKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_measurement(op.normalized, t, k);
+  Var task = schedule_tv(op.tv, op.out, t, k);
+  compute_image_in_task(op.tv.image, op.out, task, t, k);
 }
 
 }  // namespace
@@ -104,39 +119,16 @@ void schedule_cpu(alg::TvChambolle op, const Target &t, const ReconCpuKnobs &k) 
 }
 
 void schedule_cpu(alg::TvVectorial op, const Target &t, const ReconCpuKnobs &k) {
-  schedule_tv_vectorial(op, t, k);  // the image is the input itself
+  schedule_tv(op, op.out, t, k);  // the image is the input itself
 }
 
-void schedule_cpu(alg::GapTvIteration op, const Target &t, const ReconCpuKnobs &k) {
-  schedule_forward(op.forward, t, k);
-  schedule_measurement(op.y1, t, k);
-  schedule_measurement(op.normalized, t, k);
-  Var task = schedule_tv(op.tv, op.tv.out, t, k);
-  compute_image_in_task(op.tv.image, op.tv.out, task, t, k);
-}
-
-void schedule_cpu(alg::AdmmTvIteration op, const Target &t, const ReconCpuKnobs &k) {
-  schedule_forward(op.forward, t, k);
-  schedule_measurement(op.normalized, t, k);
-  Var task = schedule_tv(op.tv, op.out, t, k);
-  compute_image_in_task(op.tv.image, op.out, task, t, k);
-}
-
-// The vectorial iterations: the data step computed into each strip's image (its rows and the
-// rows the strip recomputes each side), which the sweep reads at every step; no cube in memory.
+void schedule_cpu(alg::GapTvIteration op, const Target &t, const ReconCpuKnobs &k) { schedule_iteration(op, t, k); }
 void schedule_cpu(alg::GapTvVectorialIteration op, const Target &t, const ReconCpuKnobs &k) {
-  schedule_forward(op.forward, t, k);
-  schedule_measurement(op.y1, t, k);
-  schedule_measurement(op.normalized, t, k);
-  Var task = schedule_tv_vectorial(op.tv, t, k);
-  compute_image_in_task(op.tv.image, op.tv.out, task, t, k);
+  schedule_iteration(op, t, k);
 }
-
+void schedule_cpu(alg::AdmmTvIteration op, const Target &t, const ReconCpuKnobs &k) { schedule_iteration(op, t, k); }
 void schedule_cpu(alg::AdmmTvVectorialIteration op, const Target &t, const ReconCpuKnobs &k) {
-  schedule_forward(op.forward, t, k);
-  schedule_measurement(op.normalized, t, k);
-  Var task = schedule_tv_vectorial(op.tv, t, k);
-  compute_image_in_task(op.tv.image, op.out, task, t, k);
+  schedule_iteration(op, t, k);
 }
 
 }  // namespace hpipe::sched

@@ -59,10 +59,10 @@ void schedule_forward(alg::CassiForward forward, const Target &t, const ReconCud
   forward.y.compute_root();
 }
 
-void schedule_tv_vectorial(const alg::TvVectorial &op, const ReconCudaKnobs &k) {
+void schedule_tv(const alg::TvVectorial &op, Func out, const ReconCudaKnobs &k) {
   _halide_user_assert(op.form == alg::TvVectorialForm::steps)
       << "the CUDA schedule of tv_vectorial is for its steps form";
-  gpu_tile_image(op.out, k.block_w, k.block_h);
+  gpu_tile_image(out, k.block_w, k.block_h);
   Func state = op.state;
   state.compute_root();
   // A launch per step (the step loop on the host); a thread per pixel runs both phases over the
@@ -82,6 +82,24 @@ void schedule_tv_vectorial(const alg::TvVectorial &op, const ReconCudaKnobs &k) 
       .unroll(phase);
 }
 
+// An iteration of GAP-TV or ADMM-TV, per band or vectorial: the data step a cube in device memory,
+// then the TV's steps.
+template <class Tv>
+void schedule_iteration(const alg::GapTvIterationOf<Tv> &op, const Target &t, const ReconCudaKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  gpu_tile_image(op.y1, k.block_w, k.block_h);
+  schedule_root(op.normalized, k);
+  schedule_root(op.tv.image, k);
+  schedule_tv(op.tv, op.tv.out, k);
+}
+template <class Tv>
+void schedule_iteration(const alg::AdmmTvIterationOf<Tv> &op, const Target &t, const ReconCudaKnobs &k) {
+  schedule_forward(op.forward, t, k);
+  schedule_root(op.normalized, k);
+  schedule_root(op.tv.image, k);
+  schedule_tv(op.tv, op.out, k);
+}
+
 }  // namespace
 
 void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k) {
@@ -89,38 +107,16 @@ void schedule_cuda(alg::TvChambolle op, const Target &, const ReconCudaKnobs &k)
 }
 
 void schedule_cuda(alg::TvVectorial op, const Target &, const ReconCudaKnobs &k) {
-  schedule_tv_vectorial(op, k);  // the image is the input itself
+  schedule_tv(op, op.out, k);  // the image is the input itself
 }
 
-void schedule_cuda(alg::GapTvIteration op, const Target &t, const ReconCudaKnobs &k) {
-  schedule_forward(op.forward, t, k);
-  gpu_tile_image(op.y1, k.block_w, k.block_h);
-  schedule_root(op.normalized, k);
-  schedule_root(op.tv.image, k);
-  schedule_tv(op.tv, op.tv.out, k);
-}
-
-void schedule_cuda(alg::AdmmTvIteration op, const Target &t, const ReconCudaKnobs &k) {
-  schedule_forward(op.forward, t, k);
-  schedule_root(op.normalized, k);
-  schedule_root(op.tv.image, k);
-  schedule_tv(op.tv, op.out, k);
-}
-
-// The vectorial iterations: the data step a cube in device memory, then the TV's steps.
+void schedule_cuda(alg::GapTvIteration op, const Target &t, const ReconCudaKnobs &k) { schedule_iteration(op, t, k); }
 void schedule_cuda(alg::GapTvVectorialIteration op, const Target &t, const ReconCudaKnobs &k) {
-  schedule_forward(op.forward, t, k);
-  gpu_tile_image(op.y1, k.block_w, k.block_h);
-  schedule_root(op.normalized, k);
-  schedule_root(op.tv.image, k);
-  schedule_tv_vectorial(op.tv, k);
+  schedule_iteration(op, t, k);
 }
-
+void schedule_cuda(alg::AdmmTvIteration op, const Target &t, const ReconCudaKnobs &k) { schedule_iteration(op, t, k); }
 void schedule_cuda(alg::AdmmTvVectorialIteration op, const Target &t, const ReconCudaKnobs &k) {
-  schedule_forward(op.forward, t, k);
-  schedule_root(op.normalized, k);
-  schedule_root(op.tv.image, k);
-  schedule_tv_vectorial(op.tv, k);
+  schedule_iteration(op, t, k);
 }
 
 }  // namespace hpipe::sched

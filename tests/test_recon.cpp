@@ -32,17 +32,16 @@ const std::vector<TvCase> kTvCases = {
     {1, 2, 100, 4096, 0.1, 5},  // rows too wide for a core's L2: strips of rows, each from a window of its own
     {1, 1, 50, 4096, 0.1, 2},   // strips with one dual step (windows one row beyond)
     // vectorial (band-coupled)
-    {1, 3, 5, 7, 0.1, 1, true},     // one iteration returns the input (no dual step)
-    {2, 3, 6, 9, 0.1, 2, true},     // the first step alone (p = 0 known, the dual not read)
-    {1, 1, 9, 11, 0.1, 4, true},    // one band: the same as per band
-    {2, 5, 13, 21, 0.1, 5, true},   // a batch: coupled within each item only
-    {1, 3, 1, 19, 0.2, 3, true},    // H = 1
-    {1, 4, 17, 35, 0.05, 9, true},  // odd sizes
-    {1, 2, 23, 1, 0.2, 4, true},    // W = 1
-    {2, 3, 19, 37, 0.1, 6, true},   // a batch with a row tail; the sweep's state reuses cached scratch
-    {1, 32, 100, 1024, 0.1, 3,
-     true},  // strips capped by their state's size (float 8 rows; double 8, the floor of 4 x 2 rows
-             // recomputed), a short last one
+    {1, 3, 5, 7, 0.1, 1, true},        // one iteration returns the input (no dual step)
+    {2, 3, 6, 9, 0.1, 2, true},        // the first step alone (p = 0 known, the dual not read)
+    {1, 1, 9, 11, 0.1, 4, true},       // one band: the same as per band
+    {2, 5, 13, 21, 0.1, 5, true},      // a batch: coupled within each item only
+    {1, 3, 1, 19, 0.2, 3, true},       // H = 1
+    {1, 4, 17, 35, 0.05, 9, true},     // odd sizes
+    {1, 2, 23, 1, 0.2, 4, true},       // W = 1
+    {2, 3, 19, 37, 0.1, 6, true},      // a batch with a row tail; the sweep's state reuses cached scratch
+    {1, 32, 100, 1024, 0.1, 3, true},  // strips of 8 rows (float: the state's budget; double: 4x the rows
+                                       // recomputed), a short last one
 };
 
 template <class T>

@@ -27,15 +27,15 @@ namespace {
 template <class T>
 struct ReconKernels;
 
-#define HPIPE_RECON_KERNELS(T, suffix)                                                                    \
-  template <>                                                                                             \
-  struct ReconKernels<T> {                                                                                \
-    static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);                                 \
-    static constexpr auto tv_vectorial = HPIPE_KERNEL(hpipe_tv_vectorial_##suffix);                       \
-    static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);                                 \
-    static constexpr auto gap_vectorial = HPIPE_KERNEL(hpipe_gap_tv_vectorial_step_##suffix);             \
-    static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);                               \
-    static constexpr auto admm_vectorial = HPIPE_KERNEL(hpipe_admm_tv_vectorial_step_##suffix);           \
+#define HPIPE_RECON_KERNELS(T, suffix)                                                          \
+  template <>                                                                                   \
+  struct ReconKernels<T> {                                                                      \
+    static constexpr auto tv = HPIPE_KERNEL(hpipe_tv_chambolle_##suffix);                       \
+    static constexpr auto tv_vectorial = HPIPE_KERNEL(hpipe_tv_vectorial_##suffix);             \
+    static constexpr auto gap = HPIPE_KERNEL(hpipe_gap_tv_step_##suffix);                       \
+    static constexpr auto gap_vectorial = HPIPE_KERNEL(hpipe_gap_tv_vectorial_step_##suffix);   \
+    static constexpr auto admm = HPIPE_KERNEL(hpipe_admm_tv_step_##suffix);                     \
+    static constexpr auto admm_vectorial = HPIPE_KERNEL(hpipe_admm_tv_vectorial_step_##suffix); \
   };
 HPIPE_RECON_KERNELS(float, f32)
 HPIPE_RECON_KERNELS(double, f64)
@@ -127,8 +127,8 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   auto oa = call.output("out", out);
   if (tv.vectorial) {
     const auto rows = tv_vectorial_strip_rows(x.shape(), sizeof(T), tv.iterations, call.uses_cuda());
-    return call.run(ReconKernels<T>::tv_vectorial, xa, static_cast<T>(tv.weight), tv.iterations,
-                    static_cast<int>(rows), oa);
+    return call.run(ReconKernels<T>::tv_vectorial, xa, static_cast<T>(tv.weight), tv.iterations, static_cast<int>(rows),
+                    oa);
   }
   const int strip_rows =
       static_cast<int>(tv_band_strip_rows(x.shape(), sizeof(T), tv.iterations, kTvPlanes, call.uses_cuda()));
@@ -162,9 +162,9 @@ View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &
 // The strips of an iteration kernel's TV, per band or vectorial.
 template <class T>
 int step_strip_rows(Call &call, const Shape4 &cube, const TvParams &tv) {
-  return static_cast<int>(tv.vectorial ? tv_vectorial_strip_rows(cube, sizeof(T), tv.iterations, call.uses_cuda())
-                                       : tv_band_strip_rows(cube, sizeof(T), tv.iterations, kTvIterationPlanes,
-                                                            call.uses_cuda()));
+  return static_cast<int>(
+      tv.vectorial ? tv_vectorial_strip_rows(cube, sizeof(T), tv.iterations, call.uses_cuda())
+                   : tv_band_strip_rows(cube, sizeof(T), tv.iterations, kTvIterationPlanes, call.uses_cuda()));
 }
 
 template <class T>
@@ -208,9 +208,8 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
   auto bo = call.output("b_next", b_next);
   const Dispersion d = p.dispersion;
   const auto kernel = p.tv.vectorial ? ReconKernels<T>::admm_vectorial : ReconKernels<T>::admm;
-  call.run(kernel, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-           static_cast<T>(p.tv.weight), p.tv.iterations, step_strip_rows<T>(call, theta.shape(), p.tv),
-           static_cast<T>(p.gamma), to, bo);
+  call.run(kernel, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda), static_cast<T>(p.tv.weight),
+           p.tv.iterations, step_strip_rows<T>(call, theta.shape(), p.tv), static_cast<T>(p.gamma), to, bo);
 }
 
 // Everything a whole run checks before any work; returns Phi for the mask.
