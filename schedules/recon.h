@@ -9,13 +9,18 @@ namespace hpipe::sched {
 struct ReconCpuKnobs {
   int vector_factor = 1;  // vector width in multiples of the target's natural width
   int rows_per_task = 8;  // rows per parallel task of the measurement-sized stages (A x, residual)
+  // The vectorial TV's sweep and output, in multiples of the natural width: the sweep runs ~57 short
+  // row loops per row and step, so wider vectors halve their iterations (Zen 5: 5-7% faster at 2;
+  // the per-band TV 8% slower with vector_factor 2: docs/performance-notes.md).
+  int sweep_vector_factor = 2;
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
     f("rows_per_task", rows_per_task, Candidates{4, 8, 16, 32});
+    f("sweep_vector_factor", sweep_vector_factor, Candidates{1, 2, 4});
   }
-  bool valid() const { return vector_factor >= 1 && rows_per_task >= 1; }
+  bool valid() const { return vector_factor >= 1 && rows_per_task >= 1 && sweep_vector_factor >= 1; }
 };
 
 struct ReconCudaKnobs {
@@ -28,6 +33,24 @@ struct ReconCudaKnobs {
     f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
   }
   bool valid() const { return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024; }
+};
+
+// The per-band TV and its iterations have no sweep; the vectorial TV alone has no other stage.
+template <>
+struct UnusedKnobs<ReconCpuKnobs, alg::TvChambolle> {
+  static constexpr const char *names = "rows_per_task,sweep_vector_factor";
+};
+template <>
+struct UnusedKnobs<ReconCpuKnobs, alg::GapTvIteration> {
+  static constexpr const char *names = "sweep_vector_factor";
+};
+template <>
+struct UnusedKnobs<ReconCpuKnobs, alg::AdmmTvIteration> {
+  static constexpr const char *names = "sweep_vector_factor";
+};
+template <>
+struct UnusedKnobs<ReconCpuKnobs, alg::TvVectorial> {
+  static constexpr const char *names = "vector_factor,rows_per_task";
 };
 
 void schedule_cpu(alg::TvChambolle op, const Halide::Target &t, const ReconCpuKnobs &k);

@@ -79,7 +79,7 @@ void compute_image_in_task(Func image, Func out, Var task, const Target &t, cons
 Var schedule_tv(const alg::TvVectorial &tv, Func out, const Target &t, const ReconCpuKnobs &k) {
   _halide_user_assert(tv.form == alg::TvVectorialForm::sweep)
       << "the CPU schedule of tv_vectorial is for its sweep form";
-  const int lanes = vector_lanes(t, value_type(out), k.vector_factor);
+  const int lanes = vector_lanes(t, value_type(out), k.sweep_vector_factor);
   Var w = arg(out, 0), h = arg(out, 1), c = arg(out, 2), b = arg(out, 3), ho("ho"), hi("hi"), task("task");
   out.split(h, ho, hi, tv.strip_rows, TailStrategy::GuardWithIf)
       .reorder(w, c, hi, ho, b)
