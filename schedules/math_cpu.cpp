@@ -1,7 +1,7 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 19.5 / 19.6 / 19.7 ms (94 / 93 / 92% of BM_stream_copy); logsumexp
-// float32 10000 x 10000 axis 0: 13.7 ms (60% of BM_stream_read), along rows 17.4 ms (47%); 2-core AMD
+// exp / log / erf float32, 10^8: 20.5 / 21.4 / 20.8 ms (95 / 91 / 94% of BM_stream_copy); logsumexp
+// float32 10000 x 10000 axis 0: 14.4 ms (69% of BM_stream_read), along rows 18.0 ms (55%); 2-core AMD
 // EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (third session).
 #include <algorithm>
 

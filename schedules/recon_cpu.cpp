@@ -7,9 +7,9 @@
 // x' once. A TV step issues about 29 vector arithmetic instructions per 16 pixels
 // (docs/performance-notes.md).
 //
-// TV 1.45 ms, GAP-TV iteration 1.54 ms, ADMM-TV 1.81 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
-// x 512 1.50 ms; vectorial TV (one sweep) 3.09 ms, GAP-TV / ADMM-TV with it 3.16 / 3.61 ms (2.13x /
-// 2.05x / 1.99x per band); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27
+// TV 1.57 ms, GAP-TV iteration 1.80 ms, ADMM-TV 2.19 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
+// x 512 1.62 ms; vectorial TV (one sweep) 3.22 ms, GAP-TV / ADMM-TV with it 3.66 / 3.98 ms (2.05x /
+// 2.03x / 1.82x per band); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27
 // (third session).
 #include "schedules/cassi.h"
 #include "schedules/common.h"
