@@ -118,6 +118,14 @@ std::int64_t tv_band_strip_rows(const Shape4 &cube, std::size_t element_size, in
   return (height + strips - 1) / strips;
 }
 
+// The strips of a kernel's TV, vectorial or per band (whose task holds `band_planes` planes).
+template <class T>
+int strip_rows(Call &call, const Shape4 &cube, const TvParams &tv, int band_planes) {
+  return static_cast<int>(tv.vectorial
+                              ? tv_vectorial_strip_rows(cube, sizeof(T), tv.iterations, call.uses_cuda())
+                              : tv_band_strip_rows(cube, sizeof(T), tv.iterations, band_planes, call.uses_cuda()));
+}
+
 template <class T>
 void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &options) {
   Call call("tv_denoise", options);
@@ -125,14 +133,8 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   check_shape(call, "out", out, x.shape(), " (the shape of x)");
   auto xa = call.input("x", x);
   auto oa = call.output("out", out);
-  if (tv.vectorial) {
-    const auto rows = tv_vectorial_strip_rows(x.shape(), sizeof(T), tv.iterations, call.uses_cuda());
-    return call.run(ReconKernels<T>::tv_vectorial, xa, static_cast<T>(tv.weight), tv.iterations, static_cast<int>(rows),
-                    oa);
-  }
-  const int strip_rows =
-      static_cast<int>(tv_band_strip_rows(x.shape(), sizeof(T), tv.iterations, kTvPlanes, call.uses_cuda()));
-  call.run(ReconKernels<T>::tv, xa, static_cast<T>(tv.weight), tv.iterations, strip_rows, oa);
+  const auto kernel = tv.vectorial ? ReconKernels<T>::tv_vectorial : ReconKernels<T>::tv;
+  call.run(kernel, xa, static_cast<T>(tv.weight), tv.iterations, strip_rows<T>(call, x.shape(), tv, kTvPlanes), oa);
 }
 
 template <class T>
@@ -159,14 +161,6 @@ View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &
   return bind_mask(call, mask, cube[1], cube[2], cube[3]);
 }
 
-// The strips of an iteration kernel's TV, per band or vectorial.
-template <class T>
-int step_strip_rows(Call &call, const Shape4 &cube, const TvParams &tv) {
-  return static_cast<int>(
-      tv.vectorial ? tv_vectorial_strip_rows(cube, sizeof(T), tv.iterations, call.uses_cuda())
-                   : tv_band_strip_rows(cube, sizeof(T), tv.iterations, kTvIterationPlanes, call.uses_cuda()));
-}
-
 template <class T>
 void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, const Mask<T> &mask,
                    View<const T, 2> phi, const ReconParams &p, View<T, 4> x_next, View<T, 3> y1_next,
@@ -186,7 +180,7 @@ void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, 
   const Dispersion d = p.dispersion;
   const auto kernel = p.tv.vectorial ? ReconKernels<T>::gap_vectorial : ReconKernels<T>::gap;
   call.run(kernel, xa, y1a, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda),
-           static_cast<T>(p.tv.weight), p.tv.iterations, step_strip_rows<T>(call, x.shape(), p.tv),
+           static_cast<T>(p.tv.weight), p.tv.iterations, strip_rows<T>(call, x.shape(), p.tv, kTvIterationPlanes),
            p.accelerate ? 1 : 0, xo, y1o);
 }
 
@@ -209,7 +203,8 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
   const Dispersion d = p.dispersion;
   const auto kernel = p.tv.vectorial ? ReconKernels<T>::admm_vectorial : ReconKernels<T>::admm;
   call.run(kernel, ta, ba, ya, ma, pa, d.step, axis_code(d.axis), static_cast<T>(p.lambda), static_cast<T>(p.tv.weight),
-           p.tv.iterations, step_strip_rows<T>(call, theta.shape(), p.tv), static_cast<T>(p.gamma), to, bo);
+           p.tv.iterations, strip_rows<T>(call, theta.shape(), p.tv, kTvIterationPlanes), static_cast<T>(p.gamma), to,
+           bo);
 }
 
 // Everything a whole run checks before any work; returns Phi for the mask.
