@@ -183,12 +183,14 @@ TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, 
 
   // A ring holds, at any time, rows from m below the newest one written: m + 1 rows (measured: m
   // rows give wrong results). u_k and u_{k+1} share one ring: step k has read a row before step
-  // k + 1 overwrites it in the same time.
+  // k + 1 overwrites it in the same time. So do p_k and p_{k+1} (one slot, not two: 28 x 256
+  // strips' rings 840 -> 560 KiB, within a 1 MiB L2): step k's last read of p_k at its row is the
+  // phase that overwrites it.
   const Expr ring = steps + 1;
   const auto ring_row = [&](const Expr &yy) { return yy % ring; };
-  const Expr dual_plane = (k % 2) * bands + band, next_dual_plane = ((k + 1) % 2) * bands + band;
-  const auto u_plane = [&](const Expr &c_) { return 2 * bands + c_; };
-  const auto last_dual_plane = [&](const Expr &c_) { return 3 * bands + c_; };
+  const Expr dual_plane = band;
+  const auto u_plane = [&](const Expr &c_) { return bands + c_; };
+  const auto last_dual_plane = [&](const Expr &c_) { return 2 * bands + c_; };
   Func &S = tv.state;
   S = Func("tv_state");
   S(w, row, plane, strip, b) = Tuple(undef(t), undef(t));
@@ -226,7 +228,7 @@ TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, 
   // The three phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
   const Expr last = k == steps - 1;
   const Expr site_row = select(phase < 2, ring_row(y + 1), last, clamp(y - top + 1, 0, strip_rows), ring_row(y));
-  const Expr site_plane = select(phase < 2, u_plane(band), last, last_dual_plane(band), next_dual_plane);
+  const Expr site_plane = select(phase < 2, u_plane(band), last, last_dual_plane(band), dual_plane);
   S(x, site_row, site_plane, strip, b) =
       Tuple(select(phase == 0, u_below, phase == 1, u(x, y + 1), next[0]),
             select(phase == 0, norm_so_far, phase == 1, chambolle_inverse_scale(norm_sq, weight), next[1]));

@@ -51,11 +51,12 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 // each swept on its own from (iterations - 1) rows above to as many below (the rows a strip's
 // steps depend on; recomputed by its neighbours), so that strips run in parallel.
 // `state`(w, row, plane, strip, b) = Tuple(., .) holds everything the sweep keeps; its planes are:
-// the dual's two slots (a ring of rows per band; step k reads slot k % 2 and writes the other),
-// u_k = f + div p_k beside the norm summed over the bands so far (a ring of rows per band, so that
-// grad u reads u, not p at ten places), and the last dual p_{n-1} of the strip's rows and the row
-// above them. For every (time, step) the sweep runs three phases over the bands: u_k of the row
-// below with the norm of the row; for the last band, the norm's sum turned into the step's factor
+// the dual (a ring of rows per band; step k overwrites p_k of its row with p_{k+1}: once step k
+// has its row's u_k, only step k + 1 reads that row again, and it wants p_{k+1}), u_k = f + div p_k
+// beside the norm summed over the bands so far (a ring of rows per band, so that grad u reads u,
+// not p at ten places), and the last dual p_{n-1} of the strip's rows and the row above them. For
+// every (time, step) the sweep runs three phases over the bands: u_k of the row below with the
+// norm of the row; for the last band, the norm's sum turned into the step's factor
 // 1 / (1 + tau / weight |grad u|) (once per pixel); then the row's new dual.
 //
 // `steps` (GPU): each step is one pass over the cube whose pixels are independent (a wavefront
