@@ -123,7 +123,7 @@ struct ExpReduction {
     // cast() ran as four scalar conversions per vector.
     k = f.bits(shifted) - f.bits(shifter);
     r_hi = xc - kd * f.c(f.ln2_hi);  // exact
-    r_lo = f.c(0.0) - kd * f.c(f.ln2_lo);
+    r_lo = kd * f.c(-f.ln2_lo);
   }
 };
 
