@@ -23,12 +23,12 @@ inline int logsumexp_rows_per_chunk(const Halide::Target &target, const Halide::
 
 struct MathElementwiseCpuKnobs {
   int vector_factor = 2;            // vector width in multiples of the target's natural float width
-  int elements_per_task = 1 << 14;  // elements one parallel task covers
+  int elements_per_task = 1 << 18;  // elements one parallel task covers, at most
 
   template <class F>
   void visit(F &&f) {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
-    f("elements_per_task", elements_per_task, Candidates{1 << 12, 1 << 14, 1 << 16, 1 << 18});
+    f("elements_per_task", elements_per_task, Candidates{1 << 14, 1 << 16, 1 << 18, 1 << 20});
   }
   bool valid() const { return vector_factor >= 1 && elements_per_task >= 64; }
 };

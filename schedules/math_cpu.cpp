@@ -12,20 +12,29 @@ namespace hpipe::sched {
 
 using namespace Halide;
 
-// Elementwise: vectors, grouped into tasks of about `elements_per_task` elements. (Splitting into
-// tasks first and guarding there made the last task run all its vectors, masked, past the end.)
+// Elementwise: vectors, grouped into tasks of at most `elements_per_task` elements, but as many as
+// kTasksWanted tasks where tasks of kLeastTaskElements or more allow it (arrays of up to 2^20
+// elements keep the tasks they had before tasks grew). Each task starts streams the hardware
+// prefetchers must find again: at 10^8 float32 elements tasks of 2^14 elements made exp / log / erf
+// 10-15% slower than tasks of 2^18, on AVX-512 and AVX2 alike (docs/performance-notes.md). (Splitting
+// into tasks first and guarding there made the last task run all its vectors, masked, past the end.)
 // The fast parts are computed per vector, just before the vector that uses them, and stay in
 // registers: the vectors are whole, the last one shifted back to end at the last element (it
 // recomputes a few elements; outputs never overlap inputs). A guarded vector would store them
 // to the stack, masked, and those stores queue behind the output's in the store buffer: 20%
 // slower at 10^8 elements. Fewer elements than a vector: one guarded vector.
+constexpr int kTasksWanted = 64, kLeastTaskElements = 1 << 14;
+
 void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpuKnobs &k) {
   const int lanes = vector_lanes(t, value_type(op.y), k.vector_factor);
   Var i = arg(op.y, 0), v("v"), lane("lane"), task("task");
   Expr n = op.y.output_buffer().dim(0).extent();
+  const int most = std::max(1, k.elements_per_task / lanes);
+  const int least = std::max(1, std::min(k.elements_per_task, kLeastTaskElements) / lanes);
+  const Expr vectors_per_task = clamp(n / (lanes * kTasksWanted), least, most);
   op.y.specialize(n >= lanes)
       .split(i, v, lane, lanes, TailStrategy::ShiftInwards)
-      .split(v, task, v, std::max(1, k.elements_per_task / lanes), TailStrategy::GuardWithIf)
+      .split(v, task, v, vectors_per_task, TailStrategy::GuardWithIf)
       .parallel(task)
       .vectorize(lane);
   op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf).vectorize(lane);

@@ -284,8 +284,9 @@ TYPED_TEST(MathTyped, RanksAndStridesMatchFlatCall) {
 }
 
 // Lengths around the vector width (8 to 64 lanes per variant) and the tasks of 16384 elements: the
-// last vector is shifted back over its predecessor, shorter arrays take one guarded vector. Each
-// element has the bits of a call on that element alone, and none is left unwritten.
+// last vector is shifted back over its predecessor, shorter arrays take one guarded vector; past
+// 2^20 elements tasks grow with the length, to sizes of no round number (the input repeats there).
+// Each element has the bits of a call on that element alone, and none is left unwritten.
 TYPED_TEST(MathTyped, EveryLengthMatchesElementByElement) {
   using T = TypeParam;
   std::vector<std::int64_t> lengths;
@@ -304,6 +305,16 @@ TYPED_TEST(MathTyped, EveryLengthMatchesElementByElement) {
       auto y = poisoned<T, 1>({n});
       apply<T, 1>(fn, View<const T, 1>(x.data(), {n}), y.view());
       EXPECT_EQ(0, std::memcmp(y.data(), alone.data(), sizeof(T) * n)) << "n = " << n;
+    }
+    for (std::int64_t n : {(std::int64_t(1) << 20) + 3, (std::int64_t(1) << 21) + 4099}) {
+      Array<T, 1> repeated({n});
+      for (std::int64_t i = 0; i < n; i++) repeated.data()[i] = x.data()[i % x.size()];
+      auto y = poisoned<T, 1>({n});
+      apply<T, 1>(fn, repeated.view(), y.view());
+      std::int64_t mismatches = 0;
+      for (std::int64_t i = 0; i < n; i++)
+        mismatches += std::memcmp(&y.data()[i], &alone[i % x.size()], sizeof(T)) != 0;
+      EXPECT_EQ(0, mismatches) << "n = " << n;
     }
   }
 }

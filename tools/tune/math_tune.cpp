@@ -39,8 +39,8 @@ Fn reference_fn(MathFunction fn) {
 
 // Elementwise: the timing problem first, W2's distribution (uniform in [0.05, 1)) on 2^24 elements
 // (W2 is 10^8; 2^24 float32 are 64 MiB in and out, far past the caches, and keep the double
-// reference and the tuner's copies of the data small), or 3 * 2^14 + 5 for CI (several tasks at
-// every elements_per_task candidate but the largest, and a vector tail); then the function's range
+// reference and the tuner's copies of the data small), or 3 * 2^14 + 5 for CI (a few tasks of the
+// least size, 2^14, and a vector tail); then the function's range
 // (exp: results normal and finite; log: 2^-30 .. 2^30; erf: up to the +-1 plateau), a problem
 // narrower than a vector and a single element.
 std::function<std::vector<Case>(Size, std::uint32_t)> elementwise_cases(MathFunction fn) {
