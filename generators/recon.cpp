@@ -173,13 +173,11 @@ TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, 
   // (div p reads it). At time t it is on row top - m + t - k, so every step ends at the same time.
   // Phase 0 computes u_k one row ahead (from time -1, so that a step's first row has the row below;
   // down to the row past the image, whose values the last row's gradient does not use).
-  tv.sweep = RDom(0, width, 0, bands, 0, 3, 0, steps, -1, strip_rows + 2 * steps, "tv_sweep");
+  tv.sweep = RDom(0, width, 0, bands, 0, 2, 0, steps, -1, strip_rows + 2 * steps, "tv_sweep");
   const RVar x = tv.sweep[0], band = tv.sweep[1], phase = tv.sweep[2], k = tv.sweep[3], time = tv.sweep[4];
   const Expr top = strip * strip_rows;
   const Expr y = top - steps + time - k;
-  tv.sweep.where(
-      select(phase == 0, time >= 2 * k - 1 && y >= -1, time >= 2 * k && y >= 0 && (phase == 2 || band == bands - 1)) &&
-      y < height);
+  tv.sweep.where(select(phase == 0, time >= 2 * k - 1 && y >= -1, time >= 2 * k && y >= 0) && y < height);
 
   // A ring holds, at any time, rows from m below the newest one written: m + 1 rows (measured: m
   // rows give wrong results). u_k and u_{k+1} share one ring: step k has read a row before step
@@ -212,26 +210,27 @@ TvVectorial tv_vectorial_sweep(Func image, Expr width, Expr height, Expr bands, 
                           select(y < height - 1, u_y1 - u(x, y), zero));
   };
   // Phase 0 stores, beside u_k of the row below, the norm of row y summed over the bands so far:
-  // the band before's sum plus this band's |grad u|^2 (grad u_k needs that row below).
+  // the band before's sum plus this band's |grad u|^2 (grad u_k needs that row below). The last
+  // band stores the whole sum as the step's factor, once per pixel (`likely`: the first and the
+  // last band get loops of their own).
   const auto [g_w0, g_h0] = gradient(u_below);
   const Expr norm_before = S(x, ring_row(y + 1), u_plane(band - 1), strip, b)[1];
-  const Expr norm_so_far = select(band == 0, zero, norm_before) + g_w0 * g_w0 + g_h0 * g_h0;
-  // Phase 1 (the last band only): the whole sum becomes the step's factor, once per pixel.
-  const Expr norm_sq = S(x, ring_row(y + 1), u_plane(band), strip, b)[1];
-  // Phase 2: the row's new dual, from the ring's u and the stored factor.
+  const Expr norm_so_far = select(likely(band > 0), norm_before, zero) + g_w0 * g_w0 + g_h0 * g_h0;
+  const Expr norm_or_factor =
+      select(likely(band < bands - 1), norm_so_far, chambolle_inverse_scale(norm_so_far, weight));
+  // Phase 1: the row's new dual, from the ring's u and the stored factor.
   const auto [g_w, g_h] = gradient(u(x, y + 1));
   const Expr inverse_scale = S(x, ring_row(y + 1), u_plane(bands - 1), strip, b)[1];
   const Expr old_p_w = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[0], zero);
   const Expr old_p_h = select(likely(k > 0), S(x, ring_row(y), dual_plane, strip, b)[1], zero);
   const Tuple next = chambolle_step(old_p_w, old_p_h, g_w, g_h, inverse_scale);
 
-  // The three phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
+  // The two phases as one update (a schedule unrolls `phase`, which makes each a plain loop).
   const Expr last = k == steps - 1;
-  const Expr site_row = select(phase < 2, ring_row(y + 1), last, clamp(y - top + 1, 0, strip_rows), ring_row(y));
-  const Expr site_plane = select(phase < 2, u_plane(band), last, last_dual_plane(band), dual_plane);
+  const Expr site_row = select(phase == 0, ring_row(y + 1), last, clamp(y - top + 1, 0, strip_rows), ring_row(y));
+  const Expr site_plane = select(phase == 0, u_plane(band), last, last_dual_plane(band), dual_plane);
   S(x, site_row, site_plane, strip, b) =
-      Tuple(select(phase == 0, u_below, phase == 1, u(x, y + 1), next[0]),
-            select(phase == 0, norm_so_far, phase == 1, chambolle_inverse_scale(norm_sq, weight), next[1]));
+      Tuple(select(phase == 0, u_below, next[0]), select(phase == 0, norm_or_factor, next[1]));
 
   // out from the strip's stored p_m.
   const Expr h_strip = h / strip_rows;

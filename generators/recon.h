@@ -55,9 +55,9 @@ TvChambolle tv_chambolle(Halide::Func image, Halide::Expr width, Halide::Expr he
 // has its row's u_k, only step k + 1 reads that row again, and it wants p_{k+1}), u_k = f + div p_k
 // beside the norm summed over the bands so far (a ring of rows per band, so that grad u reads u,
 // not p at ten places), and the last dual p_{n-1} of the strip's rows and the row above them. For
-// every (time, step) the sweep runs three phases over the bands: u_k of the row below with the
-// norm of the row; for the last band, the norm's sum turned into the step's factor
-// 1 / (1 + tau / weight |grad u|) (once per pixel); then the row's new dual.
+// every (time, step) the sweep runs two phases over the bands: u_k of the row below with the norm
+// of the row so far (the last band stores the step's factor 1 / (1 + tau / weight |grad u|) instead,
+// once per pixel); then the row's new dual.
 //
 // `steps` (GPU): each step is one pass over the cube whose pixels are independent (a wavefront
 // leaves a GPU a few rows of work at a time): `state`(w, h, plane, b) = Tuple(., .) holds the
