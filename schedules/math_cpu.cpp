@@ -1,8 +1,8 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 20.5 / 21.4 / 20.8 ms (95 / 91 / 94% of BM_stream_copy); logsumexp
-// float32 10000 x 10000 axis 0: 14.4 ms (69% of BM_stream_read), along rows 18.0 ms (55%); 2-core AMD
-// EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (third session).
+// exp / log / erf float32, 10^8: 21.8 / 21.4 / 20.9 ms (91 / 93 / 95% of BM_stream_copy); logsumexp
+// float32 10000 x 10000 axis 0: 15.9 ms (64% of BM_stream_read), along rows 19.0 ms (54%); 2-core AMD
+// EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (fourth session).
 #include <algorithm>
 
 #include "schedules/common.h"

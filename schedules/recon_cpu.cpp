@@ -7,10 +7,10 @@
 // x' once. A TV step issues about 29 vector arithmetic instructions per 16 pixels
 // (docs/performance-notes.md).
 //
-// TV 1.57 ms, GAP-TV iteration 1.80 ms, ADMM-TV 2.19 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
-// x 512 1.62 ms; vectorial TV (one sweep) 3.22 ms, GAP-TV / ADMM-TV with it 3.66 / 3.98 ms (2.05x /
-// 2.03x / 1.82x per band); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27
-// (third session).
+// TV 1.57 ms, GAP-TV iteration 1.76 ms, ADMM-TV 2.10 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
+// x 512 1.56 ms; vectorial TV (one sweep) 3.08 ms, GAP-TV / ADMM-TV with it 3.44 / 3.89 ms (1.96x /
+// 1.95x / 1.85x per band); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27
+// (fourth session).
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
