@@ -40,6 +40,7 @@ const std::vector<TvCase> kTvCases = {
     {1, 4, 17, 35, 0.05, 9, true},     // odd sizes
     {1, 2, 23, 1, 0.2, 4, true},       // W = 1
     {2, 3, 19, 37, 0.1, 6, true},      // a batch with a row tail; the sweep's state reuses cached scratch
+    {2, 4, 29, 23, 0.1, 12, true},     // 11 dual steps: the rings (one slot of the dual) wrap many times
     {1, 32, 100, 1024, 0.1, 3, true},  // strips of 8 rows (float: the state's budget; double: 4x the rows
                                        // recomputed), a short last one
 };
