@@ -15,9 +15,10 @@ using namespace Halide;
 // Elementwise: vectors, grouped into tasks of at most `elements_per_task` elements, but as many as
 // kTasksWanted tasks where tasks of kLeastTaskElements or more allow it (arrays of up to 2^20
 // elements keep the tasks they had before tasks grew). Each task starts streams the hardware
-// prefetchers must find again: at 10^8 float32 elements tasks of 2^14 elements made exp / log / erf
-// 10-15% slower than tasks of 2^18, on AVX-512 and AVX2 alike (docs/performance-notes.md). (Splitting
-// into tasks first and guarding there made the last task run all its vectors, masked, past the end.)
+// prefetchers must find again: tasks of 2^14 elements made exp / log / erf 11-14% slower than tasks
+// of 2^18 at 2^24 float32 (JIT, AVX-512 and AVX2), the AVX2 code 10-20% slower at 10^8 (Zen 5,
+// docs/performance-notes.md). (Splitting into tasks first and guarding there made the last task run
+// all its vectors, masked, past the end.)
 // The fast parts are computed per vector, just before the vector that uses them, and stay in
 // registers: the vectors are whole, the last one shifted back to end at the last element (it
 // recomputes a few elements; outputs never overlap inputs). A guarded vector would store them
