@@ -22,7 +22,7 @@ inline int logsumexp_rows_per_chunk(const Halide::Target &target, const Halide::
 }
 
 struct MathElementwiseCpuKnobs {
-  int vector_factor = 2;            // vector width in multiples of the target's natural float width
+  int vector_factor = 4;            // vector width in multiples of the target's natural float width
   int elements_per_task = 1 << 18;  // elements one parallel task covers, at most
 
   template <class F>
