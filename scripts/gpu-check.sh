@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The GPU checks, in one run on a machine with an NVIDIA GPU and the driver but no Halide
+# (see README "CUDA"). Two steps:
+#   scripts/gpu-check.sh pack         here, after a build with CUDA on: the test and benchmark
+#                                     binaries and an install tree (static libraries) in .gpu/
+#   scripts/gpu-check.sh run OUTDIR   there, in the source tree with .gpu/ beside it: the CUDA tests,
+#                                     the BM_cuda benchmarks, the Python suite against an extension
+#                                     built there (g++, pybind11 and PyTorch needed), the PyTorch
+#                                     peers, and Nsight Compute on the CASSI kernels where ncu is found.
+# Each step has a time limit and its own log in OUTDIR (6 files); a failed step does not stop the others,
+# and the exit status says whether any failed.
+set -u
+pack=.gpu
+
+case "${1:-}" in
+pack)
+  set -e
+  build=${BUILD:-build}
+  cmake --build "$build"
+  rm -rf "$pack"
+  cmake --install "$build" --prefix "$pack/prefix" >/dev/null
+  rm -rf "$pack/prefix/bin" "$pack"/prefix/lib/python*  # the CLI's image libraries and this Python's module stay here
+  strip --strip-debug "$pack"/prefix/lib/*.a
+  cp "$build/tests/hpipe_tests" "$build/bench/hpipe_bench" "$pack/"
+  mkdir "$pack/lib"  # Google Benchmark's shared library, which Debian has and that machine may not
+  cp -L $(ldd "$pack/hpipe_bench" | awk '/libbenchmark/ { print $3 }') "$pack/lib/"
+  strip "$pack/hpipe_tests" "$pack/hpipe_bench"
+  du -sh "$pack"
+  ;;
+run)
+  out=${2:?usage: $0 run OUTDIR}
+  mkdir -p "$out"
+  failed=()
+  export LD_LIBRARY_PATH="$PWD/$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # step NAME SECONDS COMMAND...: the command's output in OUTDIR/NAME.log and on stdout.
+  step() {
+    local name=$1 seconds=$2
+    shift 2
+    echo "== $name ($(date +%T))"
+    timeout "$seconds" "$@" >"$out/$name.log" 2>&1
+    local status=$?
+    tail -n 25 "$out/$name.log"
+    [ $status -eq 0 ] || { failed+=("$name (exit $status)"); echo "== $name failed: exit $status"; }
+  }
+  step gpu 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  step cuda_tests 100 "$pack/hpipe_tests" --gtest_filter='*Cuda*:*cuda*'
+  step bench 150 "$pack/hpipe_bench" --benchmark_filter=BM_cuda --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json
+  # The extension built here against the install tree, then the Python suite with it.
+  python_suite() {
+    local site
+    site=$(mktemp -d) && mkdir -p "$site/hpipe" || return
+    # shellcheck disable=SC2046  # pybind11's include flags are several words
+    ${CXX:-c++} -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -I"$pack/prefix/include" $(python3 -m pybind11 --includes) \
+      python/src/module.cpp python/src/arrays.cpp -Wl,--start-group "$pack"/prefix/lib/*.a -Wl,--end-group -ldl -lpthread \
+      -o "$site/hpipe/_core$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')" || return
+    PYTHONPATH="$PWD/python:$site" PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+      python3 -m pytest -q -p no:cacheprovider -rs tests/python || return
+    PYTHONPATH="$PWD/python:$site" PYTHONUNBUFFERED=1 python3 bench/torch_peers.py --hpipe-bench none --repeats 10
+  }
+  # Nsight Compute on the CASSI kernels, past each benchmark's first calls (module loads); A⁺ and the
+  # inverse are two kernels a call.
+  ncu_cassi() {
+    for op in cassi_forward cassi_pinv cassi_pinv_alpha; do
+      ncu --launch-skip 8 --launch-count 2 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section Occupancy --section LaunchStats --section WarpStateStats \
+        "$pack/hpipe_bench" --benchmark_filter="^BM_cuda_$op/" --benchmark_min_time=0.01 || return
+    done
+  }
+  export -f python_suite ncu_cassi
+  export pack
+  step python 200 bash -c python_suite
+  if command -v ncu >/dev/null; then step ncu 90 bash -c ncu_cassi; fi
+  [ ${#failed[@]} -eq 0 ] || { printf 'failed: %s\n' "${failed[@]}"; exit 1; }
+  ;;
+*)
+  sed -n '2,12p' "$0"
+  exit 2
+  ;;
+esac
