@@ -4,8 +4,8 @@
 // dimension (its y dimension stops at 65535: 524280 rows of 8). One launch a call matters for
 // tiny inputs: a launch costs the host 3-5 us (docs/performance-notes.md).
 //
-// 10^5 rows of 9, 7 taps: 24.0 us (17% of BM_cuda_copy; with the staged padding, three launches: 50.4 us),
-// 5 rows (W3 case A) 11.0 us a call (17.5); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-25.
+// 10^5 rows of 9, 7 taps: 23.0 us (18% of BM_cuda_copy; with the staged padding, three launches: 50.4 us),
+// 5 rows (W3 case A) 10.2 us a call (17.5); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-27.
 #include "schedules/common.h"
 #include "schedules/conv1d.h"
 

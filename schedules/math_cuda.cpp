@@ -1,7 +1,7 @@
 // CUDA schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 0.277 / 0.277 / 0.279 ms (97 / 97 / 96% of BM_cuda_copy); logsumexp
-// float32 10000 x 10000 axis 0: 0.303 ms (44%); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-22.
+// exp / log / erf float32, 10^8: 0.277 / 0.276 / 0.278 ms (97 / 98 / 97% of BM_cuda_copy); logsumexp
+// float32 10000 x 10000 axis 0: 0.333 ms (40%); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-27.
 #include "schedules/common.h"
 #include "schedules/math.h"
 

@@ -2,8 +2,8 @@
 // dimensions in the third block dimension; each Chambolle step is one launch over the whole cube
 // (the step loop runs on the host), the dual and the denoised image live in device memory.
 //
-// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 0.161 ms (launch-bound); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median
-// of 3, 2026-11-25.
+// GAP-TV iteration, 28 x 256 x 256, 5 TV steps: 0.155 ms (launch-bound); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median
+// of 3, 2026-11-27.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
@@ -67,8 +67,8 @@ void schedule_tv(const alg::TvVectorial &op, Func out, const ReconCudaKnobs &k) 
   state.compute_root();
   // A launch per step (the step loop on the host); a thread per pixel runs both phases over the
   // bands, so its norm is its own (see generators/recon.h).
-  // 28 x 256 x 256, 5 iterations: 0.135 ms, 1.08x the per-band TV (a block per 32-row strip of the
-  // sweep: 3.73 ms); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-25.
+  // 28 x 256 x 256, 5 iterations: 0.134 ms, 1.13x the per-band TV (a block per 32-row strip of the
+  // sweep: 3.73 ms); H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-27.
   const RVar band = op.sweep[0], phase = op.sweep[1], x = op.sweep[2], y = op.sweep[3], step = op.sweep[4];
   RVar xy("xy"), xyo("xyo"), xyi("xyi");
   Var b = arg(state, 3);
