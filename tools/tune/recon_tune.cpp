@@ -1,7 +1,6 @@
 // The reconstruction family's entry in the tuner registry: the TV denoiser and one GAP-TV and one
-// ADMM-TV iteration, their cases and tolerances. Algorithms, estimates and knob structs are the
-// generators' own (pipelines/recon_generators.cpp). The vectorial iterations (gap_tv_vectorial_step,
-// admm_tv_vectorial_step) take the knobs tuned for gap_tv_step and admm_tv_step.
+// ADMM-TV iteration, each per band and vectorial, their cases and tolerances. Algorithms, estimates
+// and knob structs are the generators' own (pipelines/recon_generators.cpp).
 #include <sstream>
 
 #include "generators/recon.h"
@@ -44,7 +43,8 @@ constexpr int kMostTvIterations = 13;
 // tests compare whole reconstructions (residuals), so one step of them is held to the same bound,
 // its data step being a few roundings of values of order 1 ahead of the TV: measured worst errors
 // (default knobs, all cases, W4-sized timing case included) 0.004 of it for tv_chambolle, 0.10
-// for gap_tv_step, 0.02 for admm_tv_step.
+// for gap_tv_step, 0.02 for admm_tv_step; over all 36 variants 0.12 for gap_tv_vectorial_step,
+// 0.02 for admm_tv_vectorial_step.
 const Tolerance kTvTolerance = tolerance::tv<float>(kMostTvIterations);
 
 std::string describe(const Problem &q) {
@@ -56,7 +56,7 @@ std::string describe(const Problem &q) {
   return s.str();
 }
 
-enum class Kind { tv, tv_vectorial, gap, admm };
+enum class Kind { tv, tv_vectorial, gap, gap_vectorial, admm, admm_vectorial };
 
 Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
   const CassiProblem &p = q.p;
@@ -66,8 +66,8 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
   Case c;
   c.shape = describe(q);
   c.output_extents = cube;
+  const bool vectorial = kind == Kind::tv_vectorial || kind == Kind::gap_vectorial || kind == Kind::admm_vectorial;
   if (kind == Kind::tv || kind == Kind::tv_vectorial) {
-    const bool vectorial = kind == Kind::tv_vectorial;
     // Two strips per image (the runtime cuts the vectorial TV so for two worker threads).
     c.inputs = {dense("image", cube, x), float_arg("weight", q.weight), int_arg("iterations", q.iterations),
                 int_arg("strip_rows", (H + 1) / 2)};
@@ -89,7 +89,7 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
       float_arg("tv_weight", q.weight),     int_arg("tv_iterations", q.iterations),
       int_arg("tv_strip_rows", (H + 1) / 2)};
   const double lambda = float(s.lambda), weight = float(q.weight), gamma = float(s.gamma);
-  if (kind == Kind::gap) {
+  if (kind == Kind::gap || kind == Kind::gap_vectorial) {
     // x' = TV(x + lambda A^T((y1' - A x) / Phi)), y1' = y1 + (y - A x); the outputs x', y1'.
     c.inputs.push_back(dense("x_prev", cube, x));
     c.inputs.push_back(dense("y1_prev", meas, y1));
@@ -104,7 +104,7 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
     const auto step = reference::cassi_adjoint(p, reference::divide_by_phi(p, r, phi, 0.0), mask);
     std::vector<double> data(x.size());
     for (std::size_t i = 0; i < x.size(); i++) data[i] = x[i] + lambda * step[i];
-    c.expected = reference::tv_chambolle(p, data, weight, q.iterations);
+    c.expected = reference::tv_chambolle(p, data, weight, q.iterations, vectorial);
     c.expected.insert(c.expected.end(), y1_next.begin(), y1_next.end());
     return c;
   }
@@ -122,7 +122,7 @@ Case make_case(Kind kind, const Problem &q, std::uint32_t seed) {
   const auto step = reference::cassi_adjoint(p, reference::divide_by_phi(p, r, phi, gamma), mask);
   std::vector<double> data(v.size()), x_minus_b(v.size());
   for (std::size_t i = 0; i < v.size(); i++) data[i] = v[i] + lambda * step[i], x_minus_b[i] = data[i] - second[i];
-  const auto theta = reference::tv_chambolle(p, x_minus_b, weight, q.iterations);
+  const auto theta = reference::tv_chambolle(p, x_minus_b, weight, q.iterations, vectorial);
   c.expected = theta;
   for (std::size_t i = 0; i < v.size(); i++) c.expected.push_back(second[i] - (data[i] - theta[i]));
   return c;
@@ -156,6 +156,54 @@ struct ReconParams {
   CassiGeometry geometry() const { return alg::mask_geometry(mask, step, axis); }
 };
 
+// One GAP-TV / ADMM-TV iteration with the per-band TV or (Vectorial) the vectorial TV in the
+// target's form, as the generators build them.
+template <bool Vectorial>
+auto gap_iteration(Built &built) {
+  const ReconEstimates e;
+  ReconParams args(built, e);
+  ImageParam x = buffer_param(built, "x_prev", 4, e.cassi.cube());
+  ImageParam y1 = buffer_param(built, "y1_prev", 3, e.cassi.measurement());
+  Param<int> accelerate = int_param(built, "accelerate", 1);
+  const alg::BandSumForm form = alg::band_sum_form(built.target);
+  auto op = [&] {
+    if constexpr (Vectorial) {
+      return alg::gap_tv_vectorial_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(), form, args.lambda,
+                                             accelerate, args.tv_weight, args.tv_iterations, args.tv_strip_rows,
+                                             alg::tv_vectorial_form(built.target));
+    } else {
+      return alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(), form, args.lambda, accelerate,
+                                   args.tv_weight, args.tv_iterations, args.tv_strip_rows);
+    }
+  }();
+  set_output(built, op.tv.out, e.cassi.cube());
+  op.y1.set_estimates(e.cassi.measurement());
+  built.more_outputs.push_back(op.y1);
+  return op;
+}
+
+template <bool Vectorial>
+auto admm_iteration(Built &built) {
+  const ReconEstimates e;
+  ReconParams args(built, e);
+  ImageParam theta = buffer_param(built, "theta_prev", 4, e.cassi.cube());
+  ImageParam b = buffer_param(built, "b_prev", 4, e.cassi.cube());
+  Param<float> gamma = float_param(built, "gamma", 0.01f);
+  const alg::BandSumForm form = alg::band_sum_form(built.target);
+  auto op = [&] {
+    if constexpr (Vectorial) {
+      return alg::admm_tv_vectorial_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), form, args.lambda,
+                                              gamma, args.tv_weight, args.tv_iterations, args.tv_strip_rows,
+                                              alg::tv_vectorial_form(built.target));
+    } else {
+      return alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), form, args.lambda, gamma,
+                                    args.tv_weight, args.tv_iterations, args.tv_strip_rows);
+    }
+  }();
+  set_output(built, op.out, e.cassi.cube());
+  return op;
+}
+
 }  // namespace
 
 HPIPE_TUNE_FAMILY(recon) {
@@ -181,37 +229,15 @@ HPIPE_TUNE_FAMILY(recon) {
     set_output(built, op.out, e.cassi.cube());
     return op;
   };
-  std::function<alg::GapTvIteration(Built &)> gap = [](Built &built) {
-    const ReconEstimates e;
-    ReconParams args(built, e);
-    ImageParam x = buffer_param(built, "x_prev", 4, e.cassi.cube());
-    ImageParam y1 = buffer_param(built, "y1_prev", 3, e.cassi.measurement());
-    Param<int> accelerate = int_param(built, "accelerate", 1);
-    auto op =
-        alg::gap_tv_iteration(x, args.y, y1, args.mask, args.phi, args.geometry(), alg::band_sum_form(built.target),
-                              args.lambda, accelerate, args.tv_weight, args.tv_iterations, args.tv_strip_rows);
-    set_output(built, op.tv.out, e.cassi.cube());
-    op.y1.set_estimates(e.cassi.measurement());
-    built.more_outputs.push_back(op.y1);
-    return op;
-  };
-  std::function<alg::AdmmTvIteration(Built &)> admm = [](Built &built) {
-    const ReconEstimates e;
-    ReconParams args(built, e);
-    ImageParam theta = buffer_param(built, "theta_prev", 4, e.cassi.cube());
-    ImageParam b = buffer_param(built, "b_prev", 4, e.cassi.cube());
-    Param<float> gamma = float_param(built, "gamma", 0.01f);
-    auto op =
-        alg::admm_tv_iteration(theta, b, args.y, args.mask, args.phi, args.geometry(), alg::band_sum_form(built.target),
-                               args.lambda, gamma, args.tv_weight, args.tv_iterations, args.tv_strip_rows);
-    set_output(built, op.out, e.cassi.cube());
-    return op;
-  };
   return {
       make_op<K, alg::TvChambolle>("tv_chambolle", tv, cases_of(Kind::tv), kTvTolerance),
       make_op<K, alg::TvVectorial>("tv_vectorial", tv_vectorial, cases_of(Kind::tv_vectorial), kTvTolerance),
-      make_op<K, alg::GapTvIteration>("gap_tv_step", gap, cases_of(Kind::gap), kTvTolerance),
-      make_op<K, alg::AdmmTvIteration>("admm_tv_step", admm, cases_of(Kind::admm), kTvTolerance),
+      make_op<K, alg::GapTvIteration>("gap_tv_step", gap_iteration<false>, cases_of(Kind::gap), kTvTolerance),
+      make_op<K, alg::AdmmTvIteration>("admm_tv_step", admm_iteration<false>, cases_of(Kind::admm), kTvTolerance),
+      make_op<K, alg::GapTvVectorialIteration>("gap_tv_vectorial_step", gap_iteration<true>,
+                                               cases_of(Kind::gap_vectorial), kTvTolerance),
+      make_op<K, alg::AdmmTvVectorialIteration>("admm_tv_vectorial_step", admm_iteration<true>,
+                                                cases_of(Kind::admm_vectorial), kTvTolerance),
   };
 }
 

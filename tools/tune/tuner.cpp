@@ -291,10 +291,12 @@ class CpuTuner {
 
   Measured measure(const Compiled &c) {
     Measured m;
+    const Case *running = nullptr;  // named in a failure's message
     try {
       // Verify every case (NaN-poisoned output), timing case last so it is also the warm-up.
       for (std::size_t i = prepared_.size(); i-- > 0;) {
         Prepared &p = prepared_[i];
+        running = p.c;
         bind(c.built, p);
         // Dense (made from extents), so filled directly: Halide 14's Buffer::fill reads an uninitialised
         // stride when it merges dimensions (for_each_value_prep), which UBSan reports as pointer overflow.
@@ -311,7 +313,7 @@ class CpuTuner {
       const auto result = Halide::Tools::benchmark([&] { realize(c, timing); }, config);
       m.time_ms = result.wall_time * 1e3, m.samples = result.samples, m.iterations = result.iterations;
     } catch (const std::exception &e) {
-      m.status = "failed", m.error = std::string("run: ") + e.what();
+      m.status = "failed", m.error = std::string("run: ") + (running ? "at " + running->shape + ": " : "") + e.what();
     }
     return m;
   }
