@@ -1,0 +1,206 @@
+// hpipe's CUDA host path on a machine without a GPU: the runtime and Halide's CUDA runtime against
+// tests/fake_cuda, a libcuda.so.1 that runs no kernels (its device memory is host memory). What the
+// caller sees is checked: every element of a host output comes back from the device (the NaN poison
+// is gone; a strided view's gaps keep it), inputs are unchanged, device memory is used in place and
+// without a wait, the driver's failures become hpipe::Error and leave the output alone, nothing is
+// leaked, and no call touches device memory outside a live allocation (the fake's misuse record).
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "cuda_memory.h"
+#include "fake_cuda/fake_cuda.h"
+#include "test_util.h"
+
+namespace hpipe::test {
+namespace {
+
+const Options kOnCuda{Device::cuda};
+
+template <class T, int R>
+bool has_nan(const View<T, R> &v) {
+  for (double value : to_doubles(v))
+    if (std::isnan(value)) return true;
+  return false;
+}
+
+template <class T, int R>
+bool same_values(const Array<T, R> &a, const Array<T, R> &b) {
+  return std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.size()) * sizeof(T)) == 0;
+}
+
+// The fake's counters around one call.
+struct Counts {
+  long long up, down, launches, waits;
+  static Counts now() {
+    return {hpipe_fake_cuda_calls("cuMemcpyHtoD"), hpipe_fake_cuda_calls("cuMemcpyDtoH"),
+            hpipe_fake_cuda_calls("cuLaunchKernel"),
+            hpipe_fake_cuda_calls("cuCtxSynchronize") + hpipe_fake_cuda_calls("cuStreamSynchronize")};
+  }
+  Counts since(const Counts &before) const {
+    return {up - before.up, down - before.down, launches - before.launches, waits - before.waits};
+  }
+};
+
+class FakeCuda : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::getenv("HPIPE_FAKE_CUDA_FAIL")) GTEST_SKIP() << "the fake driver is set to fail";
+    ASSERT_TRUE(cuda_available()) << cuda_unavailable_reason();
+  }
+  void TearDown() override { EXPECT_STREQ(hpipe_fake_cuda_misuse(), ""); }
+};
+
+TEST_F(FakeCuda, HostArraysGoToTheDeviceAndBack) {
+  const auto x = random_array<float, 2>({37, 53}, 1);
+  const auto x_before = x;
+  auto y = poisoned<float, 2>({37, 53});
+  const Counts before = Counts::now();
+  exp(x.view(), y.view(), kOnCuda);
+  const Counts c = Counts::now().since(before);
+  EXPECT_GE(c.up, 1);
+  EXPECT_GE(c.down, 1);
+  EXPECT_GE(c.launches, 1);
+  EXPECT_FALSE(has_nan(y.view()));
+  EXPECT_TRUE(same_values(x, x_before));
+}
+
+TEST_F(FakeCuda, StridedHostOutputGetsItsElementsOnly) {
+  const auto x = random_array<double, 2>({9, 14}, 2);
+  auto base = poisoned<double, 2>({9, 29});
+  View<double, 2> every_other(base.data() + 1, {9, 14}, {29, 2});
+  log(x.view(), every_other, kOnCuda);
+  EXPECT_FALSE(has_nan(every_other));
+  for (std::int64_t i = 0; i < 9; i++)
+    for (std::int64_t j = 0; j < 29; j += 2) EXPECT_TRUE(std::isnan(base.data()[i * 29 + j])) << i << ", " << j;
+}
+
+TEST_F(FakeCuda, DeviceMemoryIsUsedInPlaceWithoutWaiting) {
+  const auto x = random_array<float, 1>({1000}, 3);
+  DeviceMemory x_dev(x.data(), 1000 * sizeof(float));
+  DeviceMemory y_dev(nullptr, 1000 * sizeof(float));
+  const long long live = hpipe_fake_cuda_live_allocations();
+  const Counts before = Counts::now();
+  erf(View<const float, 1>(static_cast<const float *>(x_dev.get()), {1000}, Memory::cuda),
+      View<float, 1>(static_cast<float *>(y_dev.get()), {1000}, Memory::cuda), kOnCuda);
+  const Counts c = Counts::now().since(before);
+  EXPECT_EQ(c.up, 0);
+  EXPECT_EQ(c.down, 0);
+  EXPECT_EQ(c.launches, 1);
+  EXPECT_EQ(c.waits, 0);
+  EXPECT_EQ(hpipe_fake_cuda_live_allocations(), live);
+  auto x_after = poisoned<float, 1>({1000});
+  x_dev.copy_to(x_after.data(), 1000 * sizeof(float));
+  EXPECT_TRUE(same_values(x_after, x));
+}
+
+// Every family's calls on host arrays: each output element comes back, inputs are unchanged.
+TEST_F(FakeCuda, EveryFamilyOnHostArrays) {
+  const std::int64_t B = 2, C = 3, H = 11, W = 13;
+  const Dispersion d{2, Axis::width};
+  const auto cube = random_array<float, 4>({B, C, H, W}, 4);
+  const auto mask = random_array<float, 2>({H, W}, 5);
+  const auto measurement = random_array<float, 3>({B, H, W + (C - 1) * 2}, 6);
+  const auto cube_before = cube;
+  const auto mask_before = mask;
+  const auto measurement_before = measurement;
+
+  auto y = poisoned<float, 3>({B, H, W + (C - 1) * 2});
+  cassi_forward(cube.view(), Mask<float>(mask.view()), d, y.view(), kOnCuda);
+  EXPECT_FALSE(has_nan(y.view()));
+  auto adjoint = poisoned<float, 4>({B, C, H, W}), pinv = poisoned<float, 4>({B, C, H, W});
+  cassi_adjoint(measurement.view(), Mask<float>(mask.view()), d, adjoint.view(), kOnCuda);
+  cassi_pinv(measurement.view(), Mask<float>(mask.view()), d, pinv.view(), kOnCuda);
+  EXPECT_FALSE(has_nan(adjoint.view()));
+  EXPECT_FALSE(has_nan(pinv.view()));
+  auto dots = poisoned<float, 1>({H});
+  batched_dot(mask.view(), mask.view(), dots.view(), kOnCuda);
+  EXPECT_FALSE(has_nan(dots.view()));
+  auto full = poisoned<float, 2>({H, 2 * W - 1});
+  conv1d(mask.view(), mask.view(), ConvMode::full, full.view(), kOnCuda);
+  EXPECT_FALSE(has_nan(full.view()));
+  for (int axis : {0, 1}) {
+    auto lse = poisoned<float, 1>({axis == 0 ? W : H});
+    logsumexp(mask.view(), axis, lse.view(), kOnCuda);
+    EXPECT_FALSE(has_nan(lse.view())) << "axis " << axis;
+  }
+  for (bool vectorial : {false, true}) {
+    auto denoised = poisoned<float, 4>({B, C, H, W});
+    tv_denoise(cube.view(), TvParams{0.1, 4, vectorial}, denoised.view(), kOnCuda);
+    EXPECT_FALSE(has_nan(denoised.view())) << "vectorial " << vectorial;
+    ReconParams params;
+    params.dispersion = d, params.iterations = 3, params.tv.vectorial = vectorial;
+    int reported = 0;
+    const IterationCallback count = [&](const IterationInfo &) { reported++; };
+    auto gap = poisoned<float, 4>({B, C, H, W}), admm = poisoned<float, 4>({B, C, H, W});
+    gap_tv(measurement.view(), Mask<float>(mask.view()), params, gap.view(), count, kOnCuda);
+    admm_tv(measurement.view(), Mask<float>(mask.view()), params, admm.view(), count, kOnCuda);
+    EXPECT_FALSE(has_nan(gap.view())) << "vectorial " << vectorial;
+    EXPECT_FALSE(has_nan(admm.view())) << "vectorial " << vectorial;
+    EXPECT_EQ(reported, 2 * params.iterations);
+  }
+  EXPECT_TRUE(same_values(cube, cube_before));
+  EXPECT_TRUE(same_values(mask, mask_before));
+  EXPECT_TRUE(same_values(measurement, measurement_before));
+}
+
+TEST_F(FakeCuda, RepeatedCallsHoldNoMoreDeviceMemory) {
+  const auto x = random_array<float, 3>({4, 30, 41}, 7);
+  auto y = poisoned<float, 3>({4, 30, 41});
+  exp(x.view(), y.view(), kOnCuda);
+  const long long live = hpipe_fake_cuda_live_allocations();
+  for (int i = 0; i < 20; i++) exp(x.view(), y.view(), kOnCuda);
+  EXPECT_EQ(hpipe_fake_cuda_live_allocations(), live);
+}
+
+// A driver failure at each step of a call on host arrays: an hpipe::Error naming the op, the
+// output left as it was, nothing leaked, and the next call works.
+TEST_F(FakeCuda, DriverFailuresAreErrorsThatLeaveTheOutputAlone) {
+  const auto x = random_array<float, 2>({23, 31}, 8);
+  auto y = poisoned<float, 2>({23, 31});
+  exp(x.view(), y.view(), kOnCuda);  // modules loaded, device buffers cached
+  // A larger shape: the first call allocates (rather than reusing the buffers above); later ones reuse.
+  const auto x2 = random_array<float, 2>({97, 89}, 9);
+  for (const char *entry : {"cuMemAlloc_v2", "cuMemcpyHtoD", "cuLaunchKernel", "cuMemcpyDtoH"}) {
+    SCOPED_TRACE(entry);
+    auto y2 = poisoned<float, 2>({97, 89});
+    const long long live = hpipe_fake_cuda_live_allocations();
+    // Twice: a failed allocation is tried again once the runtime has freed the buffers it keeps.
+    hpipe_fake_cuda_fail(entry, 0, 2);
+    try {
+      exp(x2.view(), y2.view(), kOnCuda);
+      ADD_FAILURE() << "no error";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("hpipe::exp"), std::string::npos) << e.what();
+    }
+    if (std::string(entry) != "cuMemcpyDtoH") EXPECT_TRUE(has_nan(y2.view()));
+    EXPECT_LE(hpipe_fake_cuda_live_allocations(), live + 2);  // at most the two buffers, cached for reuse
+    hpipe_fake_cuda_fail("", 0, 0);
+    exp(x2.view(), y2.view(), kOnCuda);
+    EXPECT_FALSE(has_nan(y2.view()));
+  }
+}
+
+// Run with HPIPE_FAKE_CUDA_FAIL=cuInit (ctest fake_cuda_driver_unusable): the driver loads but does
+// not initialize.
+TEST(FakeCudaUnusable, AutomaticRunsOnTheCpuAndCudaSaysWhy) {
+  const char *failing = std::getenv("HPIPE_FAKE_CUDA_FAIL");
+  if (!failing || std::string(failing) != "cuInit") GTEST_SKIP() << "needs HPIPE_FAKE_CUDA_FAIL=cuInit";
+  EXPECT_FALSE(cuda_available());
+  EXPECT_NE(cuda_unavailable_reason().find("cuInit"), std::string::npos) << cuda_unavailable_reason();
+  const auto x = random_array<double, 1>({100}, 10);
+  auto y = poisoned<double, 1>({100});
+  exp(x.view(), y.view(), Options{Device::automatic});
+  for (std::int64_t i = 0; i < 100; i++) EXPECT_NEAR(y.data()[i], std::exp(x.data()[i]), 4e-16 * std::exp(x.data()[i]));
+  try {
+    exp(x.view(), y.view(), kOnCuda);
+    ADD_FAILURE() << "no error";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA was requested"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace hpipe::test
