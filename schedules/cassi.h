@@ -39,6 +39,11 @@ struct CassiCudaKnobs {
   // Batch items a thread handles, unrolled: they share the mask's loads (and Phi's) and the index
   // arithmetic.
   int items_per_thread = 4;
+  // A+ and the column-count inverse: 1 divides the measurement (y / Phi, y / alpha) once per
+  // measurement pixel in a kernel of its own, so that the cube kernel only multiplies, as A^T's
+  // does; 0 divides per cube element. At 0 ncu found those cube kernels bound by the SMs on an
+  // H100 (docs/performance-notes.md, 2026-11-27); 1 awaits hpipe-tune's bundle on a GPU.
+  int divide_once = 0;
   // The defaults: the least total time of A, A^T, A+ and the column-count inverse at W4 over the
   // 160 variants of hpipe-tune's bundle on an H100, 2026-11-25 (docs/performance-notes.md).
 
@@ -48,9 +53,11 @@ struct CassiCudaKnobs {
     f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
     f("bands_per_thread", bands_per_thread, Candidates{1, 2, 4, 7, 8});
     f("items_per_thread", items_per_thread, Candidates{1, 2, 4});
+    f("divide_once", divide_once, Candidates{0, 1});
   }
   bool valid() const {
-    return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1 && items_per_thread >= 1;
+    return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1 &&
+           items_per_thread >= 1 && (divide_once | 1) == 1;
   }
 };
 
@@ -66,6 +73,23 @@ struct UnusedKnobs<CassiCpuKnobs, alg::CassiPinvAlpha> {
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiShift> {
   static constexpr const char *names = "sum_per_vector,scatter_rows";
+};
+// divide_once: only A+ and the column-count inverse divide the measurement.
+template <>
+struct UnusedKnobs<CassiCudaKnobs, alg::CassiForward> {
+  static constexpr const char *names = "divide_once";
+};
+template <>
+struct UnusedKnobs<CassiCudaKnobs, alg::CassiAdjoint> {
+  static constexpr const char *names = "divide_once";
+};
+template <>
+struct UnusedKnobs<CassiCudaKnobs, alg::CassiPhi> {
+  static constexpr const char *names = "divide_once";
+};
+template <>
+struct UnusedKnobs<CassiCudaKnobs, alg::CassiShift> {
+  static constexpr const char *names = "divide_once";
 };
 
 void schedule_cpu(alg::CassiForward op, const Halide::Target &t, const CassiCpuKnobs &k);

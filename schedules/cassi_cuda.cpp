@@ -59,6 +59,13 @@ void schedule_cube(Func f, const Expr &axis, const CassiCudaKnobs &k) {
   specialize_on_axis(f, axis);
 }
 
+// The measurement divided once per pixel (divide_once): a kernel of its own over (w', h'), the batch
+// in the blocks' third dimension.
+void schedule_divided_measurement(Func normalized, const CassiCudaKnobs &k) {
+  normalized.compute_root();
+  gpu_tile_image(normalized, k.block_w, k.block_h);
+}
+
 }  // namespace
 
 void schedule_cuda(alg::CassiForward op, const Target &, const CassiCudaKnobs &k) {
@@ -72,14 +79,20 @@ void schedule_cuda(alg::CassiAdjoint op, const Target &, const CassiCudaKnobs &k
 void schedule_cuda(alg::CassiPinv op, const Target &t, const CassiCudaKnobs &k) {
   schedule_cuda(op.phi, t, k);
   op.phi.phi.compute_root();
-  schedule_cube(op.x, op.phi.sum.axis, k);  // y / Phi is recomputed per output pixel: cheaper than a pass over memory
+  if (k.divide_once) schedule_divided_measurement(op.normalized, k);  // else y / Phi per cube element
+  schedule_cube(op.x, op.phi.sum.axis, k);
 }
 
 void schedule_cuda(alg::CassiPinvAlpha op, const Target &, const CassiCudaKnobs &k) {
-  // alpha once per column, in its own small kernel: inline, each cube element paid its two integer
-  // divisions by the step.
-  Var along = arg(op.alpha, 0), block("block"), thread("thread");
-  op.alpha.compute_root().gpu_tile(along, block, thread, k.block_w * k.block_h, TailStrategy::GuardWithIf);
+  if (k.divide_once) {
+    // y / alpha once per measurement pixel, alpha's two integer divisions by the step inline there.
+    schedule_divided_measurement(op.normalized, k);
+  } else {
+    // alpha once per column, in its own small kernel: inline, each cube element paid its two integer
+    // divisions by the step.
+    Var along = arg(op.alpha, 0), block("block"), thread("thread");
+    op.alpha.compute_root().gpu_tile(along, block, thread, k.block_w * k.block_h, TailStrategy::GuardWithIf);
+  }
   schedule_cube(op.x, op.axis, k);
 }
 
