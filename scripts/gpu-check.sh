@@ -2,13 +2,17 @@
 # The GPU checks, in one run on a machine with an NVIDIA GPU and the driver but no Halide
 # (see README "CUDA"). Two steps:
 #   scripts/gpu-check.sh pack         here, after a build with CUDA on: the test and benchmark
-#                                     binaries and an install tree (static libraries) in .gpu/
+#                                     binaries and an install tree (static libraries) in .gpu/; with
+#                                     BUNDLE_OPS=a,b also hpipe-tune's CUDA bundle of those ops
+#                                     (BUNDLE_VARIANTS per op, default 40; docs/tuning.md)
 #   scripts/gpu-check.sh run OUTDIR   there, in the source tree with .gpu/ beside it: the CUDA tests,
 #                                     the BM_cuda benchmarks, the Python suite against an extension
 #                                     built there (g++, pybind11 and PyTorch needed), the PyTorch
-#                                     peers, and Nsight Compute on the CASSI kernels where ncu is found.
-# Each step has a time limit and its own log in OUTDIR (6 files); a failed step does not stop the others,
-# and the exit status says whether any failed.
+#                                     peers, Nsight Compute on the CASSI kernels where ncu is found,
+#                                     and the bundle if packed (its records: OUTDIR/tune.jsonl, for
+#                                     `hpipe-tune import`).
+# Each step has a time limit and its own log in OUTDIR (at most 8 files); a failed step does not
+# stop the others, and the exit status says whether any failed.
 set -u
 pack=.gpu
 
@@ -25,6 +29,10 @@ pack)
   mkdir "$pack/lib"  # Google Benchmark's shared library, which Debian has and that machine may not
   cp -L $(ldd "$pack/hpipe_bench" | awk '/libbenchmark/ { print $3 }') "$pack/lib/"
   strip "$pack/hpipe_tests" "$pack/hpipe_bench"
+  if [ -n "${BUNDLE_OPS:-}" ]; then
+    "$build/tools/tune/hpipe-tune" bundle --ops "$BUNDLE_OPS" --max-variants "${BUNDLE_VARIANTS:-40}" --out "$pack/bundle"
+    find "$pack/bundle" -type f ! -name hpipe-tune-bundle -delete
+  fi
   du -sh "$pack"
   ;;
 run)
@@ -42,7 +50,7 @@ run)
     tail -n 25 "$out/$name.log"
     [ $status -eq 0 ] || { failed+=("$name (exit $status)"); echo "== $name failed: exit $status"; }
   }
-  step gpu 30 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   step cuda_tests 100 "$pack/hpipe_tests" --gtest_filter='*Cuda*:*cuda*'
   step bench 150 "$pack/hpipe_bench" --benchmark_filter=BM_cuda --benchmark_repetitions=3 \
     --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json
@@ -71,6 +79,9 @@ run)
   export pack
   step python 200 bash -c python_suite
   if command -v ncu >/dev/null; then step ncu 90 bash -c ncu_cassi; fi
+  if [ -x "$pack/bundle/hpipe-tune-bundle" ]; then
+    step tune 240 "$pack/bundle/hpipe-tune-bundle" --out "$out/tune.jsonl"
+  fi
   [ ${#failed[@]} -eq 0 ] || { printf 'failed: %s\n' "${failed[@]}"; exit 1; }
   ;;
 *)
