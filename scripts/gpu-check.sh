@@ -59,12 +59,21 @@ run)
     local site
     site=$(mktemp -d) && mkdir -p "$site/hpipe" || return
     # shellcheck disable=SC2046  # pybind11's include flags are several words
-    ${CXX:-c++} -std=c++17 -O2 -fPIC -shared -fvisibility=hidden -I"$pack/prefix/include" $(python3 -m pybind11 --includes) \
+    ${CXX:-c++} -std=c++17 -O2 -g -fPIC -shared -fvisibility=hidden -I"$pack/prefix/include" $(python3 -m pybind11 --includes) \
       python/src/module.cpp python/src/arrays.cpp -Wl,--start-group "$pack"/prefix/lib/*.a -Wl,--end-group -ldl -lpthread \
       -o "$site/hpipe/_core$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')" || return
-    PYTHONPATH="$PWD/python:$site" PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
-      python3 -m pytest -q -p no:cacheprovider -rs tests/python || return
-    PYTHONPATH="$PWD/python:$site" PYTHONUNBUFFERED=1 python3 bench/torch_peers.py --hpipe-bench none --repeats 10
+    export PYTHONPATH="$PWD/python:$site" PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+    local suite=(python3 -m pytest -q -p no:cacheprovider -rs tests/python) status
+    "${suite[@]}"
+    status=$?
+    # A crash (once, on 2026-11-27, not reproduced since: docs/python.md): the suite again under
+    # cuda-gdb, for the stack if it crashes again.
+    if [ $status -ge 128 ] && command -v cuda-gdb >/dev/null; then
+      echo "== the suite crashed (exit $status); again under cuda-gdb"
+      cuda-gdb -q -batch -ex run -ex bt -ex 'info threads' --args "${suite[@]}"
+    fi
+    [ $status -eq 0 ] || return $status
+    python3 bench/torch_peers.py --hpipe-bench none --repeats 10
   }
   # Nsight Compute on the CASSI kernels, past each benchmark's first calls (module loads); A⁺ and the
   # inverse are two kernels a call.
