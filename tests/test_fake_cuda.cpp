@@ -4,7 +4,9 @@
 // is gone; a strided view's gaps keep it), inputs are unchanged, device memory is used in place and
 // without a wait, the driver's failures become hpipe::Error and leave the output alone, nothing is
 // leaked, and no call touches device memory outside a live allocation (the fake's misuse record).
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -49,8 +51,58 @@ class FakeCuda : public ::testing::Test {
     if (std::getenv("HPIPE_FAKE_CUDA_FAIL")) GTEST_SKIP() << "the fake driver is set to fail";
     ASSERT_TRUE(cuda_available()) << cuda_unavailable_reason();
   }
-  void TearDown() override { EXPECT_STREQ(hpipe_fake_cuda_misuse(), ""); }
+  void TearDown() override {
+    EXPECT_STREQ(hpipe_fake_cuda_misuse(), "");
+    hpipe_fake_cuda_clear_misuse();
+  }
 };
+
+// The fake's own checks, on direct driver calls: they are what the tests above rely on.
+extern "C" {
+int cuMemAlloc_v2(std::uint64_t *pointer, std::size_t bytes);
+int cuMemFree_v2(std::uint64_t pointer);
+int cuMemcpyHtoD_v2(std::uint64_t to, const void *from, std::size_t bytes);
+int cuMemcpyDtoH_v2(void *to, std::uint64_t from, std::size_t bytes);
+int cuModuleLoadData(void **module, const void *image);
+int cuModuleUnload(void *module);
+int cuModuleGetFunction(void **function, void *module, const char *name);
+int cuLaunchKernel(void *function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *stream,
+                   void **, void **);
+int cuStreamSynchronize(void *stream);
+}
+
+TEST(FakeCudaDriver, RecordsMisuse) {
+  auto misuse = [] {
+    std::string m = hpipe_fake_cuda_misuse();
+    hpipe_fake_cuda_clear_misuse();
+    return m;
+  };
+  std::uint64_t block = 0;
+  ASSERT_EQ(cuMemAlloc_v2(&block, 64), 0);
+  float host[4] = {1, 2, 3, 4};
+  EXPECT_NE(cuMemcpyHtoD_v2(block + 56, host, sizeof host), 0);  // 16 bytes from 56 of 64
+  EXPECT_NE(misuse().find("not inside a live allocation"), std::string::npos);
+
+  void *module = nullptr, *kernel = nullptr;
+  ASSERT_EQ(cuModuleLoadData(&module, ".version 7.0\n.entry present()\n{ ret; }\n"), 0);
+  EXPECT_NE(cuModuleGetFunction(&kernel, module, "absent"), 0);
+  EXPECT_NE(misuse().find("no kernel absent"), std::string::npos);
+  ASSERT_EQ(cuModuleGetFunction(&kernel, module, "present"), 0);
+
+  int stream = 0;
+  ASSERT_EQ(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, &stream, nullptr, nullptr), 0);
+  EXPECT_EQ(cuMemcpyDtoH_v2(host, block, sizeof host), 0);  // overtakes the stream's kernel
+  EXPECT_NE(misuse().find("not waited for"), std::string::npos);
+  ASSERT_EQ(cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, &stream, nullptr, nullptr), 0);
+  ASSERT_EQ(cuStreamSynchronize(&stream), 0);
+  EXPECT_EQ(cuMemcpyDtoH_v2(host, block, sizeof host), 0);
+  EXPECT_EQ(misuse(), "");
+
+  EXPECT_EQ(cuModuleUnload(module), 0);
+  EXPECT_EQ(cuMemFree_v2(block), 0);
+  EXPECT_NE(cuMemFree_v2(block), 0);  // twice
+  EXPECT_NE(misuse().find("not a live allocation"), std::string::npos);
+}
 
 TEST_F(FakeCuda, HostArraysGoToTheDeviceAndBack) {
   const auto x = random_array<float, 2>({37, 53}, 1);
@@ -95,8 +147,43 @@ TEST_F(FakeCuda, DeviceMemoryIsUsedInPlaceWithoutWaiting) {
   EXPECT_TRUE(same_values(x_after, x));
 }
 
-// Every family's calls on host arrays: each output element comes back, inputs are unchanged.
-TEST_F(FakeCuda, EveryFamilyOnHostArrays) {
+// A caller's stream: the kernels go on it; with device memory the call returns without a wait,
+// with host memory it waits for the stream before copying the result back (the copy runs on the
+// default stream, which does not wait for others).
+TEST_F(FakeCuda, CallersStreamOrdersTheWork) {
+  int stream_storage = 0;
+  Options on_stream = kOnCuda;
+  on_stream.cuda_stream = &stream_storage;
+  const auto x = random_array<float, 1>({300}, 11);
+  DeviceMemory x_dev(x.data(), 300 * sizeof(float));
+  DeviceMemory y_dev(nullptr, 300 * sizeof(float));
+  const Counts before = Counts::now();
+  exp(View<const float, 1>(static_cast<const float *>(x_dev.get()), {300}, Memory::cuda),
+      View<float, 1>(static_cast<float *>(y_dev.get()), {300}, Memory::cuda), on_stream);
+  EXPECT_EQ(hpipe_fake_cuda_launch_stream(), &stream_storage);
+  EXPECT_EQ(Counts::now().since(before).waits, 0);
+
+  auto y = poisoned<float, 1>({300});
+  exp(x.view(), y.view(), on_stream);
+  EXPECT_EQ(hpipe_fake_cuda_launch_stream(), &stream_storage);
+  const long long launched = hpipe_fake_cuda_last_call("cuLaunchKernel"),
+                  copied = hpipe_fake_cuda_last_call("cuMemcpyDtoH");
+  const long long waited =
+      std::max(hpipe_fake_cuda_last_call("cuStreamSynchronize"), hpipe_fake_cuda_last_call("cuCtxSynchronize"));
+  EXPECT_LT(launched, waited);
+  EXPECT_LT(waited, copied);
+  EXPECT_FALSE(has_nan(y.view()));
+}
+
+// Every family's calls on host arrays, on the default stream and on a caller's: each output element
+// comes back, inputs are unchanged (and no copy back overtakes the caller's stream: TearDown).
+class FakeCudaStreams : public FakeCuda, public ::testing::WithParamInterface<bool> {};
+INSTANTIATE_TEST_SUITE_P(DefaultAndCallers, FakeCudaStreams, ::testing::Bool());
+
+TEST_P(FakeCudaStreams, EveryFamilyOnHostArrays) {
+  int stream_storage = 0;
+  Options on_cuda = kOnCuda;
+  if (GetParam()) on_cuda.cuda_stream = &stream_storage;
   const std::int64_t B = 2, C = 3, H = 11, W = 13;
   const Dispersion d{2, Axis::width};
   const auto cube = random_array<float, 4>({B, C, H, W}, 4);
@@ -107,35 +194,35 @@ TEST_F(FakeCuda, EveryFamilyOnHostArrays) {
   const auto measurement_before = measurement;
 
   auto y = poisoned<float, 3>({B, H, W + (C - 1) * 2});
-  cassi_forward(cube.view(), Mask<float>(mask.view()), d, y.view(), kOnCuda);
+  cassi_forward(cube.view(), Mask<float>(mask.view()), d, y.view(), on_cuda);
   EXPECT_FALSE(has_nan(y.view()));
   auto adjoint = poisoned<float, 4>({B, C, H, W}), pinv = poisoned<float, 4>({B, C, H, W});
-  cassi_adjoint(measurement.view(), Mask<float>(mask.view()), d, adjoint.view(), kOnCuda);
-  cassi_pinv(measurement.view(), Mask<float>(mask.view()), d, pinv.view(), kOnCuda);
+  cassi_adjoint(measurement.view(), Mask<float>(mask.view()), d, adjoint.view(), on_cuda);
+  cassi_pinv(measurement.view(), Mask<float>(mask.view()), d, pinv.view(), on_cuda);
   EXPECT_FALSE(has_nan(adjoint.view()));
   EXPECT_FALSE(has_nan(pinv.view()));
   auto dots = poisoned<float, 1>({H});
-  batched_dot(mask.view(), mask.view(), dots.view(), kOnCuda);
+  batched_dot(mask.view(), mask.view(), dots.view(), on_cuda);
   EXPECT_FALSE(has_nan(dots.view()));
   auto full = poisoned<float, 2>({H, 2 * W - 1});
-  conv1d(mask.view(), mask.view(), ConvMode::full, full.view(), kOnCuda);
+  conv1d(mask.view(), mask.view(), ConvMode::full, full.view(), on_cuda);
   EXPECT_FALSE(has_nan(full.view()));
   for (int axis : {0, 1}) {
     auto lse = poisoned<float, 1>({axis == 0 ? W : H});
-    logsumexp(mask.view(), axis, lse.view(), kOnCuda);
+    logsumexp(mask.view(), axis, lse.view(), on_cuda);
     EXPECT_FALSE(has_nan(lse.view())) << "axis " << axis;
   }
   for (bool vectorial : {false, true}) {
     auto denoised = poisoned<float, 4>({B, C, H, W});
-    tv_denoise(cube.view(), TvParams{0.1, 4, vectorial}, denoised.view(), kOnCuda);
+    tv_denoise(cube.view(), TvParams{0.1, 4, vectorial}, denoised.view(), on_cuda);
     EXPECT_FALSE(has_nan(denoised.view())) << "vectorial " << vectorial;
     ReconParams params;
     params.dispersion = d, params.iterations = 3, params.tv.vectorial = vectorial;
     int reported = 0;
     const IterationCallback count = [&](const IterationInfo &) { reported++; };
     auto gap = poisoned<float, 4>({B, C, H, W}), admm = poisoned<float, 4>({B, C, H, W});
-    gap_tv(measurement.view(), Mask<float>(mask.view()), params, gap.view(), count, kOnCuda);
-    admm_tv(measurement.view(), Mask<float>(mask.view()), params, admm.view(), count, kOnCuda);
+    gap_tv(measurement.view(), Mask<float>(mask.view()), params, gap.view(), count, on_cuda);
+    admm_tv(measurement.view(), Mask<float>(mask.view()), params, admm.view(), count, on_cuda);
     EXPECT_FALSE(has_nan(gap.view())) << "vectorial " << vectorial;
     EXPECT_FALSE(has_nan(admm.view())) << "vectorial " << vectorial;
     EXPECT_EQ(reported, 2 * params.iterations);

@@ -28,6 +28,10 @@ struct State {
   std::mutex mutex;
   std::map<CUdeviceptr, std::size_t> live;  // allocations by start
   std::map<std::string, long long> calls;
+  std::map<std::string, long long> last_call;  // the sequence number of each entry point's last call
+  long long sequence = 0;
+  void *launch_stream = nullptr;    // of the last launch
+  void *unwaited_stream = nullptr;  // a stream other than the default with launches not waited for
   std::string misuse;
   std::string fail_function;  // the entry point to fail, after fail_after more calls, fail_times times
   long long fail_after = 0, fail_times = 0;
@@ -57,6 +61,7 @@ void *current_context() { return contexts ? context_stack[contexts - 1] : nullpt
 // Counts the call; true when it should fail (injected).
 bool enter(State &s, const char *function) {
   s.calls[function]++;
+  s.last_call[function] = ++s.sequence;
   if (s.fail_function != function) return false;
   if (s.fail_always) return true;
   if (s.fail_after > 0) return s.fail_after--, false;
@@ -204,8 +209,20 @@ CUresult cuCtxGetDevice(int *device) {
   return counted("cuCtxGetDevice");
 }
 
-CUresult cuCtxSynchronize() { return counted("cuCtxSynchronize"); }
-CUresult cuStreamSynchronize(void *) { return counted("cuStreamSynchronize"); }
+CUresult cuCtxSynchronize() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (enter(s, "cuCtxSynchronize")) return kLaunchFailed;
+  s.unwaited_stream = nullptr;
+  return kSuccess;
+}
+CUresult cuStreamSynchronize(void *stream) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (enter(s, "cuStreamSynchronize")) return kLaunchFailed;
+  if (stream == s.unwaited_stream) s.unwaited_stream = nullptr;
+  return kSuccess;
+}
 CUresult cuProfilerStop() { return counted("cuProfilerStop"); }
 
 // A module is its PTX text, kept so that functions can be looked up in it.
@@ -274,6 +291,12 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr to, const void *from, std::size_t bytes) {
   return copy("cuMemcpyHtoD", as_pointer(to), from, bytes, to, 0);
 }
 CUresult cuMemcpyDtoH_v2(void *to, CUdeviceptr from, std::size_t bytes) {
+  {
+    // A copy on the default stream does not wait for kernels queued on another (non-blocking) one.
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.unwaited_stream) record_misuse(s, "cuMemcpyDtoH_v2: kernels queued on another stream not waited for");
+  }
   return copy("cuMemcpyDtoH", to, as_pointer(from), bytes, 0, from);
 }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr to, CUdeviceptr from, std::size_t bytes) {
@@ -282,8 +305,9 @@ CUresult cuMemcpyDtoD_v2(CUdeviceptr to, CUdeviceptr from, std::size_t bytes) {
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr to, const void *from, std::size_t bytes, void *) {
   return cuMemcpyHtoD_v2(to, from, bytes);
 }
-CUresult cuMemcpyDtoHAsync_v2(void *to, CUdeviceptr from, std::size_t bytes, void *) {
-  return cuMemcpyDtoH_v2(to, from, bytes);
+CUresult cuMemcpyDtoHAsync_v2(void *to, CUdeviceptr from, std::size_t bytes, void *stream) {
+  if (!stream) return cuMemcpyDtoH_v2(to, from, bytes);
+  return copy("cuMemcpyDtoH", to, as_pointer(from), bytes, 0, from);  // ordered after the stream's kernels
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr to, CUdeviceptr from, std::size_t bytes, void *) {
   return cuMemcpyDtoD_v2(to, from, bytes);
@@ -300,10 +324,15 @@ CUresult cuMemcpy3D_v2(const void *) {
   return kNotSupported;
 }
 
-CUresult cuLaunchKernel(void *function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
-                        void **, void **) {
+CUresult cuLaunchKernel(void *function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                        void *stream, void **, void **) {
   if (!function) return kInvalidHandle;
-  return counted("cuLaunchKernel", kLaunchFailed);
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (enter(s, "cuLaunchKernel")) return kLaunchFailed;
+  s.launch_stream = stream;
+  if (stream) s.unwaited_stream = stream;
+  return kSuccess;
 }
 
 CUresult cuPointerGetAttribute(void *result, int attribute, CUdeviceptr pointer) {
@@ -324,6 +353,19 @@ long long hpipe_fake_cuda_calls(const char *function) {
   return it == s.calls.end() ? 0 : it->second;
 }
 
+long long hpipe_fake_cuda_last_call(const char *function) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.last_call.find(function);
+  return it == s.last_call.end() ? 0 : it->second;
+}
+
+void *hpipe_fake_cuda_launch_stream() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.launch_stream;
+}
+
 long long hpipe_fake_cuda_live_allocations() {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -334,6 +376,12 @@ const char *hpipe_fake_cuda_misuse() {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   return s.misuse.c_str();
+}
+
+void hpipe_fake_cuda_clear_misuse() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.misuse.clear();
 }
 
 void hpipe_fake_cuda_fail(const char *function, long long after_calls, long long times) {
