@@ -36,7 +36,6 @@ struct State {
   std::string fail_function;  // the entry point to fail, after fail_after more calls, fail_times times
   long long fail_after = 0, fail_times = 0;
   bool fail_always = false;
-  bool initialized = false;
 
   State() {
     if (const char *name = std::getenv("HPIPE_FAKE_CUDA_FAIL")) fail_function = name, fail_always = true;
@@ -111,13 +110,7 @@ extern "C" {
 
 // ---- the driver API entry points that hpipe and Halide 14's CUDA runtime look up ----
 
-CUresult cuInit(unsigned) {
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (enter(s, "cuInit")) return kNoDevice;
-  s.initialized = true;
-  return kSuccess;
-}
+CUresult cuInit(unsigned) { return counted("cuInit", kNoDevice); }
 
 CUresult cuDeviceGetCount(int *count) {
   *count = 1;
