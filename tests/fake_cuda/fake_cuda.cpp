@@ -149,8 +149,10 @@ CUresult cuDevicePrimaryCtxRetain(void **context, int) {
   return counted("cuDevicePrimaryCtxRetain");
 }
 
+// A new context is current on the calling thread, as the driver's is (Halide's runtime pops it).
 CUresult cuCtxCreate_v2(void **context, unsigned, int) {
-  *context = kPrimaryContext;
+  if (contexts == kMostContexts) return kInvalidContext;
+  *context = context_stack[contexts++] = kPrimaryContext;
   return counted("cuCtxCreate_v2");
 }
 
