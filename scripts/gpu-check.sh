@@ -9,10 +9,14 @@
 #                                     the BM_cuda benchmarks, the Python suite against an extension
 #                                     built there (g++, pybind11 and PyTorch needed), the PyTorch
 #                                     peers, Nsight Compute on the CASSI kernels where ncu is found,
-#                                     and the bundle if packed (its records: OUTDIR/tune.jsonl, for
+#                                     CASSI A under other register caps, and the bundle if packed (its records: OUTDIR/tune.jsonl, for
 #                                     `hpipe-tune import`).
 # Each step has a time limit and its own log in OUTDIR (at most 8 files); a failed step does not
-# stop the others, and the exit status says whether any failed.
+# stop the others, and the exit status says whether any failed. On an H100 host (16 cores,
+# 2026-11-27): tests 35 s, benchmarks about 100 s, Python about 60 s, ncu 40 s; a bundle of 80
+# variants about a minute. Against tests/fake_cuda (LD_LIBRARY_PATH=build/tests/fake_cuda) the
+# whole run goes through on a machine without a GPU, its figures and results meaningless: a check
+# of the script itself.
 set -u
 pack=.gpu
 
@@ -88,6 +92,17 @@ run)
   export pack
   step python 200 bash -c python_suite
   if command -v ncu >/dev/null; then step ncu 90 bash -c ncu_cassi; fi
+  # CASSI A under other register caps of the driver's JIT (Halide's runtime: 64, which leaves A at 50%
+  # occupancy; 32 spilled and was slower, 128 no faster: docs/performance-notes.md).
+  registers() {
+    for cap in 40 48 56 64; do
+      echo "== HL_CUDA_JIT_MAX_REGISTERS=$cap"
+      HL_CUDA_JIT_MAX_REGISTERS=$cap "$pack/hpipe_bench" --benchmark_filter='^BM_cuda_cassi_(forward|pinv)/' \
+        --benchmark_repetitions=3 --benchmark_report_aggregates_only=true || return
+    done
+  }
+  export -f registers
+  step registers 90 bash -c registers
   if [ -x "$pack/bundle/hpipe-tune-bundle" ]; then
     step tune 240 "$pack/bundle/hpipe-tune-bundle" --out "$out/tune.jsonl"
   fi
