@@ -1,10 +1,10 @@
 // A stand-in for the NVIDIA driver library (libcuda.so.1) that runs no kernels, so that hpipe's
 // CUDA host path (device probing, contexts, streams, copies, Halide's CUDA runtime, errors) runs
 // and is checked on machines without a GPU. Device memory is host memory; every byte of a new
-// allocation is kFakeCudaFreshByte. Recorded as misuse (and failed): a device range outside the live
-// allocations, a kernel its module's PTX does not name, a double free, and a copy to the host on
-// the default stream while kernels queued on another stream have not been waited for (that copy
-// does not wait for them on a GPU). Counters, the misuse record and failure injection are exported
+// allocation is kFakeCudaFreshByte. Recorded as misuse, the call failing: a device range outside
+// the live allocations, a kernel its module's PTX does not name, a double free; recorded, the call
+// going through: a copy to the host on the default stream while kernels queued on another stream
+// have not been waited for (on a GPU that copy does not wait for them). Counters, the misuse record and failure injection are exported
 // (fake_cuda.h); HPIPE_FAKE_CUDA_FAIL=<entry point> makes that entry point fail from the first call.
 #include "fake_cuda.h"
 
