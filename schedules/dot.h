@@ -7,11 +7,11 @@
 namespace hpipe::sched {
 
 struct DotCpuKnobs {
-  int chunks_per_task = 8;  // chunks of 2048 products one parallel task reduces
+  int chunks_per_task = 32;  // chunks of 2048 products one parallel task reduces
 
   template <class F>
   void visit(F &&f) {
-    f("chunks_per_task", chunks_per_task, Candidates{1, 2, 4, 8, 16, 32});
+    f("chunks_per_task", chunks_per_task, Candidates{4, 8, 16, 32, 64, 128});
   }
   bool valid() const { return chunks_per_task >= 1; }
 };
