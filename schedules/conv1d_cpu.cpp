@@ -5,8 +5,8 @@
 // taps in a register, the taps unrolled for kernels of 2..9 taps. Batches of short rows (outputs
 // <= short_row_length, at least one task of them) get their own nest with larger tasks and stages.
 //
-// 10^5 rows of 9, 7 taps: 343 us (90% of BM_stream_copy); 5 rows of 5: 0.45 us; 2-core AMD EPYC
-// (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (fourth session).
+// 10^5 rows of 9, 7 taps: 354 us (84% of BM_stream_copy); 5 rows of 5: 0.42 us; 2-core AMD EPYC
+// (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (sixth session).
 #include <algorithm>
 
 #include "schedules/common.h"
