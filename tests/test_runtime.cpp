@@ -1,10 +1,19 @@
 // The runtime API itself: views, arrays, masks, threads, device probing, knob strings.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "HalideRuntime.h"
 
@@ -100,6 +109,88 @@ TEST(Threads, LoweringTheCountTakesEffectAfterKernelsRan) {
   }
   EXPECT_EQ(0, std::memcmp(one.data(), two.data(), sizeof(double) * one.size()));
   halide_set_custom_do_task(default_do_task);
+  set_num_threads(before);
+}
+
+// hpipe's pool runs one parallel loop at a time; loops started meanwhile by other threads run in
+// those threads. Every call still gives the bits of a single-threaded one.
+TEST(Threads, ConcurrentCallsGiveTheSameBits) {
+  const int before = num_threads();
+  const auto x = random_array<float, 1>({100003}, 5, -4.0f, 4.0f);
+  Array<float, 1> expected({100003});
+  set_num_threads(1);
+  hpipe::erf(x.view(), expected.view(), {Device::cpu});
+  set_num_threads(2);
+  constexpr int kCallers = 4, kCalls = 50;
+  std::vector<Array<float, 1>> outs;
+  for (int t = 0; t < kCallers; t++) outs.push_back(poisoned<float, 1>({100003}));
+  std::vector<int> mismatches(kCallers, 0);
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kCallers; t++) {
+    callers.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; i++) {
+        std::fill(outs[t].data(), outs[t].data() + outs[t].size(), std::numeric_limits<float>::quiet_NaN());
+        hpipe::erf(x.view(), outs[t].view(), {Device::cpu});
+        mismatches[t] += std::memcmp(outs[t].data(), expected.data(), sizeof(float) * expected.size()) != 0;
+      }
+    });
+  }
+  for (auto &c : callers) c.join();
+  EXPECT_EQ(mismatches, std::vector<int>(kCallers, 0));
+  set_num_threads(before);
+}
+
+// A task that fails stops its loop: the call reports the status and returns.
+constexpr int kInjectedFailure = -4242;
+std::atomic<int> tasks_before_failure{0};
+extern "C" int fail_one_task(void *user_context, halide_task_t task, int index, std::uint8_t *closure) {
+  if (tasks_before_failure.fetch_sub(1) == 0) return kInjectedFailure;
+  return task(user_context, index, closure);
+}
+
+TEST(Threads, AFailedTaskEndsTheCallWithItsStatus) {
+  const int before = num_threads();
+  const auto x = random_array<double, 1>({1 << 21}, 3, -3.0, 3.0);
+  Array<double, 1> y({1 << 21});
+  set_num_threads(2);
+  const halide_do_task_t default_do_task = halide_set_custom_do_task(fail_one_task);
+  for (int after : {0, 1, 5}) {
+    tasks_before_failure = after;
+    EXPECT_HPIPE_ERROR(hpipe::erf(x.view(), y.view(), {Device::cpu}), "erf",
+                       "Halide error code " + std::to_string(kInjectedFailure));
+  }
+  halide_set_custom_do_task(default_do_task);
+  hpipe::erf(x.view(), y.view(), {Device::cpu});  // the pool runs loops again
+  set_num_threads(before);
+}
+
+// A child forked after the pool's workers started has none of them: its kernels still run, on
+// workers of its own.
+TEST(Threads, AForkedChildRunsKernels) {
+  const int before = num_threads();
+  const auto x = random_array<double, 1>({1 << 21}, 3, -3.0, 3.0);
+  Array<double, 1> parent({1 << 21});
+  set_num_threads(2);
+  hpipe::erf(x.view(), parent.view(), {Device::cpu});  // the workers exist
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    Array<double, 1> y({1 << 21});
+    for (int i = 0; i < 3; i++) hpipe::erf(x.view(), y.view(), {Device::cpu});
+    _exit(std::memcmp(y.data(), parent.data(), sizeof(double) * y.size()) == 0 ? 0 : 1);
+  }
+  int status = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      FAIL() << "the forked child's kernels did not finish within 30 s";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's results differ from the parent's";
   set_num_threads(before);
 }
 

@@ -13,6 +13,7 @@
 #include "cuda_support.h"
 #include "hpipe/device.h"
 #include "hpipe/error.h"
+#include "thread_pool.h"
 #ifdef HPIPE_HAVE_CUDA
 #include "HalideRuntimeCuda.h"
 #endif
@@ -113,54 +114,15 @@ int default_threads() {
   }();
   return n;
 }
-std::atomic<int> threads{0};       // 0: default_threads()
-std::atomic<int> pool_threads{0};  // the most threads Halide's pool may have spawned so far
+std::atomic<int> threads{0};  // 0: default_threads()
 
 int current_threads() {
   const int n = threads.load();
   return n ? n : default_threads();
 }
 
-// Halide 14's pool uses halide_set_num_threads only to decide how many workers to spawn: once a
-// worker exists, every parallel loop wakes it, whatever the count is set to later. So when the
-// count is below what the pool may hold, hpipe bounds each parallel loop itself: it runs as n
-// lanes, each taking the loop's tasks in turn from one counter (dynamic, like the pool's own
-// scheduling), or, for n = 1, in the calling thread. Our schedules have no nested parallel loops.
-halide_do_par_for_t halide_do_par_for_default = nullptr;
-
-struct BoundedLoop {
-  halide_task_t task;
-  std::uint8_t *closure;
-  int end;
-  std::atomic<int> next;
-};
-
-extern "C" int run_lane(void *user_context, int, std::uint8_t *closure) {
-  auto &loop = *reinterpret_cast<BoundedLoop *>(closure);
-  for (int i = loop.next++; i < loop.end; i = loop.next++) {
-    if (const int status = halide_do_task(user_context, loop.task, i, loop.closure)) {
-      loop.next = loop.end;  // the other lanes stop too
-      return status;
-    }
-  }
-  return 0;
-}
-
-extern "C" int bounded_do_par_for(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure) {
-  const int n = current_threads();
-  if (size <= n || n >= pool_threads.load()) return halide_do_par_for_default(user_context, task, min, size, closure);
-  if (n == 1) {
-    for (int i = min; i < min + size; i++)
-      if (const int status = halide_do_task(user_context, task, i, closure)) return status;
-    return 0;
-  }
-  BoundedLoop loop{task, closure, min + size, {min}};
-  return halide_do_par_for_default(user_context, run_lane, 0, n, reinterpret_cast<std::uint8_t *>(&loop));
-}
-
-const bool bounded_do_par_for_installed = [] {
-  pool_threads = default_threads();
-  halide_do_par_for_default = halide_set_custom_do_par_for(bounded_do_par_for);
+const bool thread_pool_installed = [] {
+  detail::install_thread_pool();
   return true;
 }();
 
@@ -218,9 +180,7 @@ std::string cuda_unavailable_reason() { return driver().why_not; }
 
 void set_num_threads(int n) {
   if (n < 1) detail::fail("set_num_threads", "threads", "expected at least 1, got " + std::to_string(n));
-  halide_set_num_threads(n);
   threads = n;
-  for (int most = pool_threads.load(); n > most && !pool_threads.compare_exchange_weak(most, n);) {}
 }
 
 int num_threads() { return current_threads(); }

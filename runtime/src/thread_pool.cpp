@@ -1,0 +1,184 @@
+// hpipe's parallel loops: every Halide `parallel` loop of the CPU kernels runs here, installed as
+// Halide's do_par_for.
+//
+// Why not Halide 14's own pool: its workers sleep on a condition variable as soon as a loop has no
+// task left, and the calling thread sleeps until the last worker has finished. Each wake-up is a
+// system call and, on a virtual machine, the wait for a halted virtual CPU: a W1 500 x 500 dot from
+// Python took 28-35 us on two threads when the calls were 20-1000 us apart, more than the 23 us of
+// one thread (13.5 us back to back). Here workers wait for the next loop by spinning for
+// kSpinMicros before they sleep, and the caller waits for its loop's last tasks without sleeping:
+// 13.5 / 15.8 / 24.6 us with calls 20 / 100 / 1000 us apart (docs/performance-notes.md).
+//
+// One loop runs in the pool at a time; a loop started meanwhile by another thread (or a nested
+// one) runs in its own thread, serially. Each loop takes at most num_threads() threads: the caller
+// and num_threads() - 1 workers, which take its tasks in turn from one counter.
+#include <emmintrin.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "HalideRuntime.h"
+#include "hpipe/device.h"
+
+namespace hpipe {
+namespace {
+
+// How long an idle worker spins for the next loop before it sleeps: longer than the gap between
+// back-to-back calls from Python (a few us) and than short PyTorch operations between them (as
+// OpenMP's workers do, for longer). It only pauses: a worker that also yielded the core was often
+// left on its caller's CPU by Linux, both on one core, for tens of ms (docs/performance-notes.md).
+constexpr auto kSpinMicros = std::chrono::microseconds(1000);
+
+// How the caller waits for its workers: a short pause, then a yield to any other runnable thread
+// of this CPU (a worker running the last task may share it).
+void pause_briefly() {
+  for (int i = 0; i < 16; i++) _mm_pause();
+  sched_yield();
+}
+
+class ThreadPool {
+ public:
+  int run(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure, int threads) {
+    if (threads < 2 || size < 2 || in_loop) return run_serially(user_context, task, min, size, closure);
+    std::unique_lock<std::mutex> busy(submit_, std::try_to_lock);
+    if (!busy.owns_lock()) return run_serially(user_context, task, min, size, closure);
+    in_loop = true;  // a parallel loop inside a task runs serially
+    ensure_workers(threads - 1);
+    // Close the previous loop to latecomers, wait until every worker has left it, then publish.
+    const std::uint64_t generation = (state_.load() >> 32) + 1;
+    state_.store(generation << 32 | kClosed);
+    while (joined_.load() != 0) pause_briefly();
+    loop_ = Loop{user_context, task, closure, min, static_cast<std::uint32_t>(size), threads - 1};
+    status_.store(0);
+    state_.store(generation << 32);
+    if (sleepers_.load() > 0) {
+      std::lock_guard<std::mutex> lock(sleep_mutex_);
+      wake_.notify_all();
+    }
+    take_tasks(generation);
+    while (joined_.load() != 0) pause_briefly();  // the workers' last tasks
+    in_loop = false;
+    return status_.load();
+  }
+
+  // After fork() the child has none of the workers: a fresh pool (the old one is left as it is).
+  static ThreadPool *&instance() {
+    static ThreadPool *pool = [] {
+      pthread_atfork(nullptr, nullptr, [] { instance() = new ThreadPool; });
+      return new ThreadPool;
+    }();
+    return pool;
+  }
+
+ private:
+  static constexpr std::uint32_t kClosed = 0xffffffffu;  // a loop's counter while it is being replaced
+
+  struct Loop {
+    void *user_context = nullptr;
+    halide_task_t task = nullptr;
+    std::uint8_t *closure = nullptr;
+    int min = 0;
+    std::uint32_t size = 0;
+    int workers = 0;  // workers that may take tasks: the first `workers` of the pool
+  };
+
+  static int run_serially(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure) {
+    for (int i = min; i < min + size; i++)
+      if (const int status = halide_do_task(user_context, task, i, closure)) return status;
+    return 0;
+  }
+
+  // Claims and runs tasks of loop `generation` until none is left (or one failed).
+  void take_tasks(std::uint64_t generation) {
+    const Loop loop = loop_;
+    std::uint64_t state = state_.load();
+    while (status_.load() == 0) {
+      const std::uint32_t next = static_cast<std::uint32_t>(state);
+      if (state >> 32 != generation || next >= loop.size) return;
+      if (!state_.compare_exchange_weak(state, state + 1)) continue;
+      if (const int status = halide_do_task(loop.user_context, loop.task, loop.min + static_cast<int>(next),
+                                            loop.closure)) {
+        int none = 0;
+        status_.compare_exchange_strong(none, status);
+        return;
+      }
+      state = state_.load();
+    }
+  }
+
+  void ensure_workers(int count) {
+    while (started_ < count) {
+      std::thread([this, id = started_] { work(id); }).detach();
+      started_++;
+    }
+  }
+
+  void work(int id) {
+    in_loop = true;
+    std::uint64_t seen = 0;  // the last generation this worker waited past
+    for (;;) {
+      const std::uint64_t generation = wait_for_loop_after(seen);
+      seen = generation;
+      // Join, then check the loop is still the one seen and open: the caller replaces a loop only
+      // once no worker has joined it, so while joined its fields stay put.
+      joined_.fetch_add(1);
+      const std::uint64_t state = state_.load();
+      if (state >> 32 == generation && static_cast<std::uint32_t>(state) != kClosed && id < loop_.workers) {
+        take_tasks(generation);
+      }
+      joined_.fetch_sub(1);
+    }
+  }
+
+  // The generation of the next loop after `seen`: spinning for kSpinMicros, then asleep.
+  std::uint64_t wait_for_loop_after(std::uint64_t seen) {
+    const auto published = [&] {
+      const std::uint64_t state = state_.load();
+      return state >> 32 != seen && static_cast<std::uint32_t>(state) != kClosed;
+    };
+    const auto until = std::chrono::steady_clock::now() + kSpinMicros;
+    while (!published()) {
+      if (std::chrono::steady_clock::now() < until) {
+        for (int i = 0; i < 16; i++) _mm_pause();
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(sleep_mutex_);
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, published);
+      sleepers_.fetch_sub(1);
+    }
+    return state_.load() >> 32;
+  }
+
+  static thread_local bool in_loop;  // this thread runs a parallel loop's tasks (a worker always)
+
+  std::mutex submit_;  // held by the thread whose loop the pool runs
+  int started_ = 0;    // workers started (guarded by submit_)
+  Loop loop_;          // written only while no worker has joined (below)
+  // The current loop: its generation (high 32 bits) and its next task (low 32 bits, or kClosed).
+  std::atomic<std::uint64_t> state_{0};
+  std::atomic<int> joined_{0};  // workers inside the current loop
+  std::atomic<int> status_{0};  // the first failed task's status
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> sleepers_{0};
+};
+
+thread_local bool ThreadPool::in_loop = false;
+
+extern "C" int pool_do_par_for(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure) {
+  return ThreadPool::instance()->run(user_context, task, min, size, closure, num_threads());
+}
+
+}  // namespace
+
+namespace detail {
+void install_thread_pool() { halide_set_custom_do_par_for(pool_do_par_for); }
+}  // namespace detail
+}  // namespace hpipe
