@@ -12,7 +12,6 @@
 // One loop runs in the pool at a time; a loop started meanwhile by another thread (or a nested
 // one) runs in its own thread, serially. Each loop takes at most num_threads() threads: the caller
 // and num_threads() - 1 workers, which take its tasks in turn from one counter.
-#include <emmintrin.h>
 #include <pthread.h>
 #include <sched.h>
 
@@ -35,10 +34,21 @@ namespace {
 // left on its caller's CPU by Linux, both on one core, for tens of ms (docs/performance-notes.md).
 constexpr auto kSpinMicros = std::chrono::microseconds(1000);
 
+// A spin-wait hint to the core, 16 times.
+void pause() {
+  for (int i = 0; i < 16; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+}
+
 // How the caller waits for its workers: a short pause, then a yield to any other runnable thread
 // of this CPU (a worker running the last task may share it).
 void pause_briefly() {
-  for (int i = 0; i < 16; i++) _mm_pause();
+  pause();
   sched_yield();
 }
 
@@ -145,7 +155,7 @@ class ThreadPool {
     const auto until = std::chrono::steady_clock::now() + kSpinMicros;
     while (!published()) {
       if (std::chrono::steady_clock::now() < until) {
-        for (int i = 0; i < 16; i++) _mm_pause();
+        pause();
         continue;
       }
       std::unique_lock<std::mutex> lock(sleep_mutex_);
