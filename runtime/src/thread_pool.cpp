@@ -15,11 +15,13 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "HalideRuntime.h"
@@ -59,12 +61,12 @@ class ThreadPool {
     std::unique_lock<std::mutex> busy(submit_, std::try_to_lock);
     if (!busy.owns_lock()) return run_serially(user_context, task, min, size, closure);
     in_loop = true;  // a parallel loop inside a task runs serially
-    ensure_workers(threads - 1);
+    const int workers = ensure_workers(threads - 1);
     // Close the previous loop to latecomers, wait until every worker has left it, then publish.
     const std::uint64_t generation = (state_.load() >> 32) + 1;
     state_.store(generation << 32 | kClosed);
     while (joined_.load() != 0) pause_briefly();
-    loop_ = Loop{user_context, task, closure, min, static_cast<std::uint32_t>(size), threads - 1};
+    loop_ = Loop{user_context, task, closure, min, static_cast<std::uint32_t>(size), workers};
     status_.store(0);
     state_.store(generation << 32);
     if (sleepers_.load() > 0) {
@@ -122,11 +124,18 @@ class ThreadPool {
     }
   }
 
-  void ensure_workers(int count) {
+  // Starts workers up to `count`; returns how many there are (fewer where the system refuses a
+  // thread: the loop then runs on those, never an exception through Halide's code).
+  int ensure_workers(int count) {
     while (started_ < count) {
-      std::thread([this, id = started_] { work(id); }).detach();
+      try {
+        std::thread([this, id = started_] { work(id); }).detach();
+      } catch (const std::system_error &) {
+        break;
+      }
       started_++;
     }
+    return std::min(started_, count);
   }
 
   void work(int id) {
@@ -148,9 +157,11 @@ class ThreadPool {
 
   // The generation of the next loop after `seen`: spinning for kSpinMicros, then asleep.
   std::uint64_t wait_for_loop_after(std::uint64_t seen) {
+    std::uint64_t generation = seen;
     const auto published = [&] {
       const std::uint64_t state = state_.load();
-      return state >> 32 != seen && static_cast<std::uint32_t>(state) != kClosed;
+      generation = state >> 32;
+      return generation != seen && static_cast<std::uint32_t>(state) != kClosed;
     };
     const auto until = std::chrono::steady_clock::now() + kSpinMicros;
     while (!published()) {
@@ -162,8 +173,9 @@ class ThreadPool {
       sleepers_.fetch_add(1);
       wake_.wait(lock, published);
       sleepers_.fetch_sub(1);
+      break;
     }
-    return state_.load() >> 32;
+    return generation;  // the one `published` saw open
   }
 
   static thread_local bool in_loop;  // this thread runs a parallel loop's tasks (a worker always)
