@@ -6,7 +6,7 @@
 // system call and, on a virtual machine, the wait for a halted virtual CPU: a W1 500 x 500 dot from
 // Python took 28-35 us on two threads when the calls were 20-1000 us apart, more than the 23 us of
 // one thread (13.5 us back to back). Here workers wait for the next loop by spinning for
-// kSpinMicros before they sleep, and the caller waits for its loop's last tasks without sleeping:
+// spin_time() before they sleep, and the caller waits for its loop's last tasks without sleeping:
 // 13.5 / 15.8 / 24.6 us with calls 20 / 100 / 1000 us apart (docs/performance-notes.md).
 //
 // One loop runs in the pool at a time; a loop started meanwhile by another thread (or a nested
@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -32,9 +33,20 @@ namespace {
 
 // How long an idle worker spins for the next loop before it sleeps: longer than the gap between
 // back-to-back calls from Python (a few us) and than short PyTorch operations between them (as
-// OpenMP's workers do, for longer). It only pauses: a worker that also yielded the core was often
+// OpenMP's workers do, for longer). HPIPE_SPIN_US at start-up sets it (0: sleep at once, for
+// processes that share their cores). It only pauses: a worker that also yielded the core was often
 // left on its caller's CPU by Linux, both on one core, for tens of ms (docs/performance-notes.md).
-constexpr auto kSpinMicros = std::chrono::microseconds(1000);
+constexpr int kDefaultSpinMicros = 1000;
+
+std::chrono::microseconds spin_time() {
+  static const std::chrono::microseconds spin = [] {
+    const char *env = std::getenv("HPIPE_SPIN_US");
+    char *end = nullptr;
+    const long us = env ? std::strtol(env, &end, 10) : -1;
+    return std::chrono::microseconds(env && *env && !*end && us >= 0 ? us : kDefaultSpinMicros);
+  }();
+  return spin;
+}
 
 // A spin-wait hint to the core, 16 times.
 void pause() {
@@ -155,7 +167,7 @@ class ThreadPool {
     }
   }
 
-  // The generation of the next loop after `seen`: spinning for kSpinMicros, then asleep.
+  // The generation of the next loop after `seen`: spinning for spin_time(), then asleep.
   std::uint64_t wait_for_loop_after(std::uint64_t seen) {
     std::uint64_t generation = seen;
     const auto published = [&] {
@@ -163,7 +175,7 @@ class ThreadPool {
       generation = state >> 32;
       return generation != seen && static_cast<std::uint32_t>(state) != kClosed;
     };
-    const auto until = std::chrono::steady_clock::now() + kSpinMicros;
+    const auto until = std::chrono::steady_clock::now() + spin_time();
     while (!published()) {
       if (std::chrono::steady_clock::now() < until) {
         pause();
