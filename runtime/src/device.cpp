@@ -121,8 +121,14 @@ int current_threads() {
   return n ? n : default_threads();
 }
 
+// Every parallel loop of the kernels in hpipe's pool (thread_pool.h), each task through Halide's
+// halide_do_task, so that a custom do_task still sees every task.
+extern "C" int pool_do_par_for(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure) {
+  return detail::run_parallel_loop(halide_do_task, user_context, task, min, size, closure, current_threads());
+}
+
 const bool thread_pool_installed = [] {
-  detail::install_thread_pool();
+  halide_set_custom_do_par_for(pool_do_par_for);
   return true;
 }();
 

@@ -1,5 +1,5 @@
-// hpipe's parallel loops: every Halide `parallel` loop of the CPU kernels runs here, installed as
-// Halide's do_par_for.
+// hpipe's parallel loops: every Halide `parallel` loop of the CPU kernels runs here (device.cpp
+// installs it as Halide's do_par_for).
 //
 // Why not Halide 14's own pool: its workers sleep on a condition variable as soon as a loop has no
 // task left, and the calling thread sleeps until the last worker has finished. Each wake-up is a
@@ -10,8 +10,8 @@
 // 13.5 / 15.8 / 24.6 us with calls 20 / 100 / 1000 us apart (docs/performance-notes.md).
 //
 // One loop runs in the pool at a time; a loop started meanwhile by another thread (or a nested
-// one) runs in its own thread, serially. Each loop takes at most num_threads() threads: the caller
-// and num_threads() - 1 workers, which take its tasks in turn from one counter.
+// one) runs in its own thread, serially. A loop takes at most the threads it is given: the caller
+// and that many less one workers, which take its tasks in turn from one counter.
 #include <pthread.h>
 #include <sched.h>
 
@@ -25,8 +25,7 @@
 #include <system_error>
 #include <thread>
 
-#include "HalideRuntime.h"
-#include "hpipe/device.h"
+#include "thread_pool.h"
 
 namespace hpipe {
 namespace {
@@ -68,17 +67,18 @@ void pause_briefly() {
 
 class ThreadPool {
  public:
-  int run(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure, int threads) {
-    if (threads < 2 || size < 2 || in_loop) return run_serially(user_context, task, min, size, closure);
+  int run(detail::RunTask run_task, void *user_context, halide_task_t task, int min, int size,
+          std::uint8_t *closure, int threads) {
+    if (threads < 2 || size < 2 || in_loop) return run_serially(run_task, user_context, task, min, size, closure);
     std::unique_lock<std::mutex> busy(submit_, std::try_to_lock);
-    if (!busy.owns_lock()) return run_serially(user_context, task, min, size, closure);
+    if (!busy.owns_lock()) return run_serially(run_task, user_context, task, min, size, closure);
     in_loop = true;  // a parallel loop inside a task runs serially
     const int workers = ensure_workers(threads - 1);
     // Close the previous loop to latecomers, wait until every worker has left it, then publish.
     const std::uint64_t generation = (state_.load() >> 32) + 1;
     state_.store(generation << 32 | kClosed);
     while (joined_.load() != 0) pause_briefly();
-    loop_ = Loop{user_context, task, closure, min, static_cast<std::uint32_t>(size), workers};
+    loop_ = Loop{run_task, user_context, task, closure, min, static_cast<std::uint32_t>(size), workers};
     status_.store(0);
     state_.store(generation << 32);
     if (sleepers_.load() > 0) {
@@ -104,6 +104,7 @@ class ThreadPool {
   static constexpr std::uint32_t kClosed = 0xffffffffu;  // a loop's counter while it is being replaced
 
   struct Loop {
+    detail::RunTask run_task = nullptr;
     void *user_context = nullptr;
     halide_task_t task = nullptr;
     std::uint8_t *closure = nullptr;
@@ -112,9 +113,10 @@ class ThreadPool {
     int workers = 0;  // workers that may take tasks: the first `workers` of the pool
   };
 
-  static int run_serially(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure) {
+  static int run_serially(detail::RunTask run_task, void *user_context, halide_task_t task, int min, int size,
+                          std::uint8_t *closure) {
     for (int i = min; i < min + size; i++)
-      if (const int status = halide_do_task(user_context, task, i, closure)) return status;
+      if (const int status = run_task(user_context, task, i, closure)) return status;
     return 0;
   }
 
@@ -126,8 +128,8 @@ class ThreadPool {
       const std::uint32_t next = static_cast<std::uint32_t>(state);
       if (state >> 32 != generation || next >= loop.size) return;
       if (!state_.compare_exchange_weak(state, state + 1)) continue;
-      if (const int status = halide_do_task(loop.user_context, loop.task, loop.min + static_cast<int>(next),
-                                            loop.closure)) {
+      if (const int status =
+              loop.run_task(loop.user_context, loop.task, loop.min + static_cast<int>(next), loop.closure)) {
         int none = 0;
         status_.compare_exchange_strong(none, status);
         return;
@@ -206,13 +208,12 @@ class ThreadPool {
 
 thread_local bool ThreadPool::in_loop = false;
 
-extern "C" int pool_do_par_for(void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure) {
-  return ThreadPool::instance()->run(user_context, task, min, size, closure, num_threads());
-}
-
 }  // namespace
 
 namespace detail {
-void install_thread_pool() { halide_set_custom_do_par_for(pool_do_par_for); }
+int run_parallel_loop(RunTask run_task, void *user_context, halide_task_t task, int min, int size,
+                      std::uint8_t *closure, int threads) {
+  return ThreadPool::instance()->run(run_task, user_context, task, min, size, closure, threads);
+}
 }  // namespace detail
 }  // namespace hpipe

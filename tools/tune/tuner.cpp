@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "halide_benchmark.h"
+#include "runtime/src/thread_pool.h"
 
 namespace hpipe::tune {
 
@@ -70,6 +71,18 @@ std::string cpu_model() {
 int halide_threads() {
   if (const char *n = std::getenv("HL_NUM_THREADS")) return std::max(1, std::atoi(n));
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// The JIT pipelines' parallel loops in the library's pool (runtime/src/thread_pool.h), on
+// halide_threads() threads, so that a variant is timed as the library would run it.
+int run_jit_task(void *user_context, halide_task_t task, int index, std::uint8_t *closure) {
+  return task(user_context, index, closure);
+}
+int jit_do_par_for(Halide::JITUserContext *user_context, int (*task)(Halide::JITUserContext *, int, std::uint8_t *),
+                   int min, int size, std::uint8_t *closure) {
+  static const int threads = halide_threads();
+  return detail::run_parallel_loop(run_jit_task, user_context, reinterpret_cast<halide_task_t>(task), min, size,
+                                   closure, threads);
 }
 
 std::string join_knobs(const KnobSpace &space, const std::vector<int> &values) {
@@ -269,6 +282,7 @@ class CpuTuner {
     try {
       c.built = build_variant(op_, target_, v.scheduler, v.knobs, ctx_.threads);
       c.pipeline = c.built.pipeline();
+      c.pipeline.jit_handlers().custom_do_par_for = jit_do_par_for;
       c.pipeline.compile_jit(target_);
     } catch (const std::exception &e) {
       c.error = e.what();
