@@ -112,19 +112,23 @@ TEST(Threads, LoweringTheCountTakesEffectAfterKernelsRan) {
   set_num_threads(before);
 }
 
-// hpipe's pool runs one parallel loop at a time; loops started meanwhile by other threads run in
-// those threads. Every call still gives the bits of a single-threaded one.
-TEST(Threads, ConcurrentCallsGiveTheSameBits) {
+// Threads calling hpipe at the same time each run their loops in a pool of their own, with the
+// thread count each: more threads than callers take tasks. Every call still gives the bits of a
+// single-threaded one.
+TEST(Threads, ConcurrentCallsEachGetThreadsAndTheSameBits) {
   const int before = num_threads();
-  const auto x = random_array<float, 1>({100003}, 5, -4.0f, 4.0f);
-  Array<float, 1> expected({100003});
+  constexpr std::int64_t kSize = 1 << 20;
+  const auto x = random_array<float, 1>({kSize}, 5, -4.0f, 4.0f);
+  Array<float, 1> expected({kSize});
   set_num_threads(1);
   hpipe::erf(x.view(), expected.view(), {Device::cpu});
   set_num_threads(2);
-  constexpr int kCallers = 4, kCalls = 50;
+  constexpr int kCallers = 4, kCalls = 30;
   std::vector<Array<float, 1>> outs;
-  for (int t = 0; t < kCallers; t++) outs.push_back(poisoned<float, 1>({100003}));
+  for (int t = 0; t < kCallers; t++) outs.push_back(poisoned<float, 1>({kSize}));
   std::vector<int> mismatches(kCallers, 0);
+  const halide_do_task_t default_do_task = halide_set_custom_do_task(record_task_thread);
+  task_threads.clear();
   std::vector<std::thread> callers;
   for (int t = 0; t < kCallers; t++) {
     callers.emplace_back([&, t] {
@@ -136,7 +140,10 @@ TEST(Threads, ConcurrentCallsGiveTheSameBits) {
     });
   }
   for (auto &c : callers) c.join();
+  halide_set_custom_do_task(default_do_task);
   EXPECT_EQ(mismatches, std::vector<int>(kCallers, 0));
+  EXPECT_GE(task_threads.size(), kCallers + 2u) << "the callers' loops should have had workers of several pools";
+  EXPECT_LE(task_threads.size(), 2u * kCallers);
   set_num_threads(before);
 }
 

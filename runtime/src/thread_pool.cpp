@@ -7,15 +7,16 @@
 // Python took 28-35 us on two threads when the calls were 20-1000 us apart, more than the 23 us of
 // one thread (13.5 us back to back). Here workers wait for the next loop by spinning for
 // spin_time() before they sleep, and the caller waits for its loop's last tasks without sleeping:
-// 13.5 / 15.8 / 24.6 us with calls 20 / 100 / 1000 us apart (docs/performance-notes.md).
+// 13.2 / 13.8 / 21.7 us with calls 20 / 100 / 1000 us apart (docs/performance-notes.md).
 //
-// One loop runs in the pool at a time; a loop started meanwhile by another thread (or a nested
-// one) runs in its own thread, serially. A loop takes at most the threads it is given: the caller
-// and that many less one workers, which take its tasks in turn from one counter.
+// A pool runs one loop at a time; a loop started meanwhile by another thread takes another pool
+// (Pools), a nested one runs serially. A loop takes at most the threads it is given: the caller
+// and that many less one workers of its pool, which take its tasks in turn from one counter.
 #include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -58,6 +59,18 @@ void pause() {
   }
 }
 
+// Moves the calling thread to another of its allowed CPUs, then allows them all again (it stays
+// where it went). A worker woken on its caller's CPU does so: Linux often woke it there, and
+// left the two threads sharing one core for hundreds of calls (docs/performance-notes.md).
+void move_off_cpu(int cpu) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < 2 || !CPU_ISSET(cpu, &allowed))
+    return;
+  cpu_set_t others = allowed;
+  CPU_CLR(cpu, &others);
+  if (sched_setaffinity(0, sizeof others, &others) == 0) sched_setaffinity(0, sizeof allowed, &allowed);
+}
+
 // How the caller waits for its workers: a short pause, then a yield to any other runnable thread
 // of this CPU (a worker running the last task may share it).
 void pause_briefly() {
@@ -67,18 +80,19 @@ void pause_briefly() {
 
 class ThreadPool {
  public:
+  // The pool runs one loop at a time: the caller of run() holds it, from try_acquire() to release().
+  bool try_acquire() { return submit_.try_lock(); }
+  void release() { submit_.unlock(); }
+
   int run(detail::RunTask run_task, void *user_context, halide_task_t task, int min, int size,
           std::uint8_t *closure, int threads) {
-    if (threads < 2 || size < 2 || in_loop) return run_serially(run_task, user_context, task, min, size, closure);
-    std::unique_lock<std::mutex> busy(submit_, std::try_to_lock);
-    if (!busy.owns_lock()) return run_serially(run_task, user_context, task, min, size, closure);
     in_loop = true;  // a parallel loop inside a task runs serially
     const int workers = ensure_workers(threads - 1);
     // Close the previous loop to latecomers, wait until every worker has left it, then publish.
     const std::uint64_t generation = (state_.load() >> 32) + 1;
     state_.store(generation << 32 | kClosed);
     while (joined_.load() != 0) pause_briefly();
-    loop_ = Loop{run_task, user_context, task, closure, min, static_cast<std::uint32_t>(size), workers};
+    loop_ = Loop{run_task, user_context, task, closure, min, static_cast<std::uint32_t>(size), workers, sched_getcpu()};
     status_.store(0);
     state_.store(generation << 32);
     if (sleepers_.load() > 0) {
@@ -91,14 +105,14 @@ class ThreadPool {
     return status_.load();
   }
 
-  // After fork() the child has none of the workers: a fresh pool (the old one is left as it is).
-  static ThreadPool *&instance() {
-    static ThreadPool *pool = [] {
-      pthread_atfork(nullptr, nullptr, [] { instance() = new ThreadPool; });
-      return new ThreadPool;
-    }();
-    return pool;
+  static int run_serially(detail::RunTask run_task, void *user_context, halide_task_t task, int min, int size,
+                          std::uint8_t *closure) {
+    for (int i = min; i < min + size; i++)
+      if (const int status = run_task(user_context, task, i, closure)) return status;
+    return 0;
   }
+
+  static thread_local bool in_loop;  // this thread runs a parallel loop's tasks (a worker always)
 
  private:
   static constexpr std::uint32_t kClosed = 0xffffffffu;  // a loop's counter while it is being replaced
@@ -111,14 +125,8 @@ class ThreadPool {
     int min = 0;
     std::uint32_t size = 0;
     int workers = 0;  // workers that may take tasks: the first `workers` of the pool
+    int caller_cpu = -1;
   };
-
-  static int run_serially(detail::RunTask run_task, void *user_context, halide_task_t task, int min, int size,
-                          std::uint8_t *closure) {
-    for (int i = min; i < min + size; i++)
-      if (const int status = run_task(user_context, task, i, closure)) return status;
-    return 0;
-  }
 
   // Claims and runs tasks of loop `generation` until none is left (or one failed).
   void take_tasks(std::uint64_t generation) {
@@ -163,6 +171,7 @@ class ThreadPool {
       joined_.fetch_add(1);
       const std::uint64_t state = state_.load();
       if (state >> 32 == generation && static_cast<std::uint32_t>(state) != kClosed && id < loop_.workers) {
+        if (sched_getcpu() == loop_.caller_cpu) move_off_cpu(loop_.caller_cpu);
         take_tasks(generation);
       }
       joined_.fetch_sub(1);
@@ -192,8 +201,6 @@ class ThreadPool {
     return generation;  // the one `published` saw open
   }
 
-  static thread_local bool in_loop;  // this thread runs a parallel loop's tasks (a worker always)
-
   std::mutex submit_;  // held by the thread whose loop the pool runs
   int started_ = 0;    // workers started (guarded by submit_)
   Loop loop_;          // written only while no worker has joined (below)
@@ -208,12 +215,57 @@ class ThreadPool {
 
 thread_local bool ThreadPool::in_loop = false;
 
+// One pool per loop running at the same time: a caller takes a free pool, or starts one (up to
+// kMaxPools), so that threads calling hpipe concurrently each get their share of threads (as
+// hpipe.dask sizes them for a worker's Dask threads), not one pool and the rest serial.
+class Pools {
+ public:
+  // A pool the caller now holds (ThreadPool::try_acquire), or nullptr: run the loop serially.
+  ThreadPool *acquire() {
+    const int known = count_.load();
+    for (int i = 0; i < known; i++)
+      if (pools_[i]->try_acquire()) return pools_[i];
+    std::lock_guard<std::mutex> lock(grow_);
+    const int now = count_.load();
+    for (int i = known; i < now; i++)
+      if (pools_[i]->try_acquire()) return pools_[i];
+    if (now == kMaxPools) return nullptr;
+    auto *pool = new ThreadPool;
+    pool->try_acquire();
+    pools_[now] = pool;
+    count_.store(now + 1);
+    return pool;
+  }
+
+  // After fork() the child has none of the workers: fresh pools (the old ones are left as they are).
+  static Pools *&instance() {
+    static Pools *pools = [] {
+      pthread_atfork(nullptr, nullptr, [] { instance() = new Pools; });
+      return new Pools;
+    }();
+    return pools;
+  }
+
+ private:
+  static constexpr int kMaxPools = 64;
+  std::array<ThreadPool *, kMaxPools> pools_{};  // the first count_ are started
+  std::atomic<int> count_{0};
+  std::mutex grow_;
+};
+
 }  // namespace
 
 namespace detail {
 int run_parallel_loop(RunTask run_task, void *user_context, halide_task_t task, int min, int size,
                       std::uint8_t *closure, int threads) {
-  return ThreadPool::instance()->run(run_task, user_context, task, min, size, closure, threads);
+  if (threads < 2 || size < 2 || ThreadPool::in_loop) {
+    return ThreadPool::run_serially(run_task, user_context, task, min, size, closure);
+  }
+  ThreadPool *pool = Pools::instance()->acquire();
+  if (!pool) return ThreadPool::run_serially(run_task, user_context, task, min, size, closure);
+  const int status = pool->run(run_task, user_context, task, min, size, closure, threads);
+  pool->release();
+  return status;
 }
 }  // namespace detail
 }  // namespace hpipe
