@@ -215,13 +215,14 @@ class ThreadPool {
 
 thread_local bool ThreadPool::in_loop = false;
 
-// One pool per loop running at the same time: a caller takes a free pool, or starts one (up to
-// kMaxPools), so that threads calling hpipe concurrently each get their share of threads (as
-// hpipe.dask sizes them for a worker's Dask threads), not one pool and the rest serial.
+// One pool per loop running at the same time: a caller takes a free pool, or starts one while
+// the pools' threads fit the cores, so that threads calling hpipe concurrently each get their
+// share (as hpipe.dask sizes them for a worker's Dask threads), not one pool and the rest serial;
+// callers beyond the cores run their loops serially, without workers spinning beside them.
 class Pools {
  public:
   // A pool the caller now holds (ThreadPool::try_acquire), or nullptr: run the loop serially.
-  ThreadPool *acquire() {
+  ThreadPool *acquire(int threads) {
     const int known = count_.load();
     for (int i = 0; i < known; i++)
       if (pools_[i]->try_acquire()) return pools_[i];
@@ -229,7 +230,7 @@ class Pools {
     const int now = count_.load();
     for (int i = known; i < now; i++)
       if (pools_[i]->try_acquire()) return pools_[i];
-    if (now == kMaxPools) return nullptr;
+    if (now == kMaxPools || (now + 1) * threads > std::max(cores_, threads)) return nullptr;
     auto *pool = new ThreadPool;
     pool->try_acquire();
     pools_[now] = pool;
@@ -248,6 +249,7 @@ class Pools {
 
  private:
   static constexpr int kMaxPools = 64;
+  const int cores_ = static_cast<int>(std::thread::hardware_concurrency());
   std::array<ThreadPool *, kMaxPools> pools_{};  // the first count_ are started
   std::atomic<int> count_{0};
   std::mutex grow_;
@@ -261,7 +263,7 @@ int run_parallel_loop(RunTask run_task, void *user_context, halide_task_t task, 
   if (threads < 2 || size < 2 || ThreadPool::in_loop) {
     return ThreadPool::run_serially(run_task, user_context, task, min, size, closure);
   }
-  ThreadPool *pool = Pools::instance()->acquire();
+  ThreadPool *pool = Pools::instance()->acquire(threads);
   if (!pool) return ThreadPool::run_serially(run_task, user_context, task, min, size, closure);
   const int status = pool->run(run_task, user_context, task, min, size, closure, threads);
   pool->release();
