@@ -113,9 +113,10 @@ TEST(Threads, LoweringTheCountTakesEffectAfterKernelsRan) {
 }
 
 // Threads calling hpipe at the same time each run their loops in a pool of their own, with the
-// thread count each, as far as the cores go (one pool on 2 cores): more threads than callers take
-// tasks. Every call still gives the bits of a single-threaded one.
-TEST(Threads, ConcurrentCallsEachGetThreadsAndTheSameBits) {
+// thread count each, as far as the cores go (one pool on 2 cores): no more threads take tasks than
+// those pools hold (how many do depends on scheduling: under valgrind the callers took them all).
+// Every call still gives the bits of a single-threaded one.
+TEST(Threads, ConcurrentCallsGiveTheSameBitsOnTheirPools) {
   const int before = num_threads();
   constexpr std::int64_t kSize = 1 << 20;
   const auto x = random_array<float, 1>({kSize}, 5, -4.0f, 4.0f);
@@ -143,7 +144,6 @@ TEST(Threads, ConcurrentCallsEachGetThreadsAndTheSameBits) {
   halide_set_custom_do_task(default_do_task);
   EXPECT_EQ(mismatches, std::vector<int>(kCallers, 0));
   const unsigned pools = std::clamp(std::thread::hardware_concurrency() / 2, 1u, unsigned(kCallers));
-  EXPECT_GE(task_threads.size(), kCallers + std::min(pools, 2u)) << "too few pools' workers took tasks";
   EXPECT_LE(task_threads.size(), kCallers + pools);
   set_num_threads(before);
 }
