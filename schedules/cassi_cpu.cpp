@@ -1,8 +1,8 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 3.72 ms (77% of BM_stream_read: its loads and its float64 work do not overlap), Aᵀ 3.75 ms, A⁺
-// 4.20 ms, column-count inverse 4.17 ms (78 / 70 / 70% of BM_stream_copy); 2-core AMD EPYC (Zen 5,
-// AVX-512, 1 MiB L2, VM), make bench median of 5, 2026-11-27 (sixth session).
+// W4 A 3.61 ms (79% of BM_stream_read: its loads and its float64 work do not overlap), Aᵀ 3.90 ms, A⁺
+// 3.93 ms, column-count inverse 3.93 ms (76 / 75 / 76% of BM_stream_copy); 2-core AMD EPYC (Zen 5,
+// AVX-512, 1 MiB L2, VM), make bench median of 5, 2026-11-27 (seventh session).
 #include <algorithm>
 
 #include "schedules/cassi.h"

@@ -7,10 +7,10 @@
 // x' once. A TV step issues about 29 vector arithmetic instructions per 16 pixels
 // (docs/performance-notes.md).
 //
-// TV 1.58 ms, GAP-TV iteration 1.70 ms, ADMM-TV 2.07 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
-// x 512 1.60 ms; vectorial TV (one sweep) 3.02 ms, GAP-TV / ADMM-TV with it 3.41 / 3.76 ms (1.91x /
-// 2.01x / 1.82x per band); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27
-// (sixth session).
+// TV 1.48 ms, GAP-TV iteration 1.66 ms, ADMM-TV 1.98 ms (28 x 256 x 256, 5 TV steps), TV on 7 x 512
+// x 512 1.56 ms; vectorial TV (one sweep) 1.92 ms, GAP-TV / ADMM-TV with it 2.33 / 2.84 ms (1.30x /
+// 1.40x / 1.43x per band); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27
+// (seventh session).
 #include "schedules/cassi.h"
 #include "schedules/common.h"
 #include "schedules/recon.h"
