@@ -86,10 +86,10 @@ Var schedule_tv(const alg::TvVectorial &tv, Func out, const Target &t, const Rec
       .fuse(ho, b, task)
       .parallel(task)
       .vectorize(w, lanes, TailStrategy::GuardWithIf);
-  // The rings' rows stored plane after plane (a row of every band, then the next row), so that a
-  // phase's loop over the bands walks each of its planes as one stream, and padded to whole
-  // natural vectors with column 0 on one, so that the aligned loads and the stores do not straddle
-  // cache lines: together 1.5x faster (docs/performance-notes.md, 2026-11-27, seventh session).
+  // The state stored by ring row, each holding that row of every plane, so that a phase's loop over
+  // the bands walks each group of planes (duals, u) as one stream; rows padded to whole natural
+  // vectors with column 0 on one, so that the unshifted loads and the stores do not straddle cache
+  // lines: together 1.5x faster (docs/performance-notes.md, 2026-11-27, seventh session).
   Func state = tv.state;
   const int natural_lanes = vector_lanes(t, value_type(out), 1);
   state.compute_at(out, task)
