@@ -40,6 +40,7 @@ BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, Type result, 
 
   BandSum s;
   s.axis = g.axis;
+  s.step = g.step;
   s.bands = RDom(0, g.bands, name + "_c");
   s.gather = Func(name + "_gather");
   s.gather(args({w, h})) = cast(acc, 0);

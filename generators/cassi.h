@@ -49,7 +49,8 @@ struct BandSum {
   // The RDom of each scatter update, in order, all (column, band or group of bands): a group's
   // interior, each band's columns before it and after it, the bands after the last whole group.
   std::vector<Halide::RDom> scatter_updates;
-  Halide::Expr axis;  // the geometry's axis, for schedules to specialize on
+  Halide::Expr axis;  // the geometry's axis and step, for schedules to specialize on
+  Halide::Expr step;
 };
 // f(w, h, c, rest...) -> sum(w', h', rest...), accumulated in f's type, rounded to `result`.
 BandSum band_sum(Halide::Func f, const CassiGeometry &g, BandSumForm form, Halide::Type result,
@@ -74,7 +75,8 @@ CassiForward cassi_forward(Halide::Func x, Halide::Func mask, const CassiGeometr
 
 struct CassiAdjoint {
   Halide::Func x;     // x(w, h, c, b) = m(w, h, c) * y(w + sw(c), h + sh(c), b)
-  Halide::Expr axis;  // the geometry's axis, for schedules to specialize on
+  Halide::Expr axis;  // the geometry's axis and step, for schedules to specialize on
+  Halide::Expr step;
 };
 CassiAdjoint cassi_adjoint(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
 
@@ -102,7 +104,8 @@ CassiPinvAlpha cassi_pinv_alpha(Halide::Func y, Halide::Func mask, const CassiGe
 
 struct CassiShift {
   Halide::Func out;   // shift: out(w', h', c, b) = x(w' - sw(c), h' - sh(c), c, b), zero outside
-  Halide::Expr axis;  // the geometry's axis, for schedules to specialize on
+  Halide::Expr axis;  // the geometry's axis and step, for schedules to specialize on
+  Halide::Expr step;
 };
 CassiShift cassi_shift(Halide::Func x, const CassiGeometry &g);
 CassiShift cassi_shift_back(Halide::Func x, const CassiGeometry &g);  // crop: in(w + sw(c), ...)

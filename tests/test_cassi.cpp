@@ -36,6 +36,8 @@ const std::vector<CassiProblem> kProblems = {
     {2, 16, 5, 45, 3},                // with a group interior,
     {1, 15, 4, 40, -2, false, true},  // moving left, per-band mask,
     {1, 9, 3, 10, -3},                // no group interior: W < (group - 1) |S|
+    // Steps 1 and 2 have code of their own (schedules/cassi_cpu.cpp): S = 2 above, S = 1 here.
+    {2, 10, 5, 33, 1},
 };
 
 std::string describe(const CassiProblem &p) {
