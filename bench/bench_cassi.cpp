@@ -1,4 +1,5 @@
-// CASSI benchmarks at the W4 size (16, 28, 256, 256), S = 2.
+// CASSI benchmarks at the W4 size (16, 28, 256, 256), S = 2, and on one image of it (B = 1, in
+// cache: an unrolled network's or a reconstruction's call).
 // Args: B, C, H, W, S.
 #include "bench_util.h"
 
@@ -54,7 +55,7 @@ void BM_cassi_pinv_alpha(benchmark::State &state) {
 }
 
 #define HPIPE_CASSI_BENCH(fn) \
-  HPIPE_BENCHMARK(fn, ->Args({16, 28, 256, 256, 2})->UseRealTime()->Unit(benchmark::kMillisecond))
+  HPIPE_BENCHMARK(fn, ->Args({16, 28, 256, 256, 2})->Args({1, 28, 256, 256, 2})->UseRealTime()->Unit(benchmark::kMillisecond))
 HPIPE_CASSI_BENCH(BM_cassi_forward);
 HPIPE_CASSI_BENCH(BM_cassi_adjoint);
 HPIPE_CASSI_BENCH(BM_cassi_pinv);

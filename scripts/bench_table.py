@@ -20,6 +20,8 @@ ROWS = [
     ("W4 CASSI Aᵀ", "BM_cassi_adjoint/16/28/256/256/2", "copy", "≥ 75%"),
     ("W4 CASSI A⁺", "BM_cassi_pinv/16/28/256/256/2", "copy", "≥ 75%"),
     ("W4 column-count inverse", "BM_cassi_pinv_alpha/16/28/256/256/2", "copy", "≥ 75%"),
+    ("CASSI A, one image (B = 1)", "BM_cassi_forward/1/28/256/256/2", None, "—"),
+    ("CASSI Aᵀ, one image", "BM_cassi_adjoint/1/28/256/256/2", None, "—"),
     ("GAP-TV iteration, 28×256×256, 5 TV steps", "BM_gap_tv_step/28/256/256/2/5/0", None, "≤ 2.5 ms"),
     ("ADMM-TV iteration, same", "BM_admm_tv_step/28/256/256/2/5/0", None, "≤ 3 ms"),
     ("ADMM-TV iteration, vectorial TV", "BM_admm_tv_step/28/256/256/2/5/1", None, "≤ 1.5 × per band"),
