@@ -1,8 +1,8 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 3.61 ms (79% of BM_stream_read: its loads and its float64 work do not overlap), Aᵀ 3.90 ms, A⁺
-// 3.93 ms, column-count inverse 3.93 ms (76 / 75 / 76% of BM_stream_copy); 2-core AMD EPYC (Zen 5,
-// AVX-512, 1 MiB L2, VM), make bench median of 5, 2026-11-27 (seventh session).
+// W4 A 3.37 ms (85% of BM_stream_read), Aᵀ 3.77 ms, A⁺ 3.87 ms, column-count inverse 3.70 ms (77 / 75 /
+// 79% of BM_stream_copy); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB L2, VM), make bench median of 5,
+// 2026-11-27 (eighth session).
 #include <algorithm>
 
 #include "schedules/cassi.h"
