@@ -75,8 +75,7 @@ CassiForward cassi_forward(Halide::Func x, Halide::Func mask, const CassiGeometr
 
 struct CassiAdjoint {
   Halide::Func x;     // x(w, h, c, b) = m(w, h, c) * y(w + sw(c), h + sh(c), b)
-  Halide::Expr axis;  // the geometry's axis and step, for schedules to specialize on
-  Halide::Expr step;
+  Halide::Expr axis;  // the geometry's axis, for schedules to specialize on
 };
 CassiAdjoint cassi_adjoint(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
 
@@ -104,8 +103,7 @@ CassiPinvAlpha cassi_pinv_alpha(Halide::Func y, Halide::Func mask, const CassiGe
 
 struct CassiShift {
   Halide::Func out;   // shift: out(w', h', c, b) = x(w' - sw(c), h' - sh(c), c, b), zero outside
-  Halide::Expr axis;  // the geometry's axis and step, for schedules to specialize on
-  Halide::Expr step;
+  Halide::Expr axis;  // the geometry's axis, for schedules to specialize on
 };
 CassiShift cassi_shift(Halide::Func x, const CassiGeometry &g);
 CassiShift cassi_shift_back(Halide::Func x, const CassiGeometry &g);  // crop: in(w + sw(c), ...)
