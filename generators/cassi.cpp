@@ -99,6 +99,7 @@ CassiForward cassi_forward(Func x, Func mask, const CassiGeometry &g, BandSumFor
   Func masked("masked");
   masked(w, h, c, b) = cast(acc, mask(w, h, c)) * cast(acc, x(w, h, c, b));
   CassiForward op;
+  op.x_buffer = input_buffer_name(x);
   op.sum = band_sum(masked, g, form, t, "sum");
   op.y = Func("y");
   op.y(w, h, b) = op.sum.sum(w, h, b);

@@ -8,6 +8,8 @@
 // (axis 0 = width, 1 = height), so a negative step shifts bands the other way.
 #pragma once
 
+#include <string>
+
 #include "Halide.h"
 #include "generators/common.h"
 
@@ -68,8 +70,9 @@ inline BandSumForm band_sum_form(const Halide::Target &t) {
 
 // Each op returns its output and the intermediate Funcs a schedule may place.
 struct CassiForward {
-  BandSum sum;     // of m * x
-  Halide::Func y;  // = sum.sum
+  BandSum sum;           // of m * x
+  Halide::Func y;        // = sum.sum
+  std::string x_buffer;  // the buffer x reads, when x is an input (as in every pipeline)
 };
 CassiForward cassi_forward(Halide::Func x, Halide::Func mask, const CassiGeometry &g, BandSumForm form);
 

@@ -20,11 +20,13 @@ class FamilyGenerator : public Halide::Generator<Self> {
   Halide::GeneratorParam<std::string> knobs{"knobs", ""};
 
  protected:
-  // Applies the family's CUDA schedule when the target has CUDA, its CPU schedule otherwise.
+  // Applies the family's CUDA schedule when the target has CUDA, its CPU schedule otherwise, and
+  // the lowering passes the schedule asks for. Call it once the outputs are defined.
   template <class Op>
   void schedule_with_knobs(const Op &op) {
     try {
-      sched::apply_knobs<Knobs>(op, this->get_target(), knobs);
+      const auto passes = sched::apply_knobs<Knobs>(op, this->get_target(), knobs);
+      if (!passes.empty()) sched::add_lowering_passes(this->get_pipeline(), passes);
     } catch (const std::invalid_argument &e) {
       // Generators run at build time: a bad knob stops the build with the reason.
       std::cerr << "hpipe generator: bad knobs: " << e.what() << "\n";

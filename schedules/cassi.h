@@ -2,6 +2,7 @@
 #pragma once
 
 #include "generators/cassi.h"
+#include "schedules/common.h"
 #include "schedules/knobs.h"
 
 namespace hpipe::sched {
@@ -17,6 +18,11 @@ struct CassiCpuKnobs {
   // follow less well). A task's 32 rows, 896 KiB, outgrew a 512 KiB L2 (Zen 3) and made A 1.5x
   // slower there; tune 8 on such a core (docs/performance-notes.md).
   int scatter_rows = 16;
+  // A's group interiors read 7 bands' streams at once, more than a core's prefetchers follow:
+  // software prefetches this many elements ahead of each band's loads (0: none). On Zen 5, W4 A
+  // 1.15-1.2x faster with 256 or 512 where the memory was not loaded by others, in cache 1.1x
+  // (docs/performance-notes.md, 2026-11-27, eighth session).
+  int prefetch_ahead = 512;
 
   template <class F>
   void visit(F &&f) {
@@ -24,9 +30,11 @@ struct CassiCpuKnobs {
     f("rows_per_task", rows_per_task, Candidates{1, 2, 4, 8, 16, 32, 64, 128});
     f("sum_per_vector", sum_per_vector, Candidates{0, 1});
     f("scatter_rows", scatter_rows, Candidates{1, 2, 4, 8, 16, 32});
+    f("prefetch_ahead", prefetch_ahead, Candidates{0, 128, 256, 512, 1024});
   }
   bool valid() const {
-    return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1 && scatter_rows >= 1;
+    return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1 && scatter_rows >= 1 &&
+           prefetch_ahead >= 0;
   }
 };
 
@@ -61,18 +69,27 @@ struct CassiCudaKnobs {
   }
 };
 
-// sum_per_vector and scatter_rows place the band sum's accumulator: ops without a band sum ignore them.
+// sum_per_vector and scatter_rows place the band sum's accumulator: ops without a band sum ignore them;
+// only A prefetches.
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiAdjoint> {
-  static constexpr const char *names = "sum_per_vector,scatter_rows";
+  static constexpr const char *names = "sum_per_vector,scatter_rows,prefetch_ahead";
 };
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiPinvAlpha> {
-  static constexpr const char *names = "sum_per_vector,scatter_rows";
+  static constexpr const char *names = "sum_per_vector,scatter_rows,prefetch_ahead";
 };
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiShift> {
-  static constexpr const char *names = "sum_per_vector,scatter_rows";
+  static constexpr const char *names = "sum_per_vector,scatter_rows,prefetch_ahead";
+};
+template <>
+struct UnusedKnobs<CassiCpuKnobs, alg::CassiPhi> {
+  static constexpr const char *names = "prefetch_ahead";
+};
+template <>
+struct UnusedKnobs<CassiCpuKnobs, alg::CassiPinv> {
+  static constexpr const char *names = "prefetch_ahead";
 };
 // divide_once: only A+ and the column-count inverse divide the measurement.
 template <>
@@ -98,6 +115,8 @@ void schedule_cpu(alg::CassiPhi op, const Halide::Target &t, const CassiCpuKnobs
 void schedule_cpu(alg::CassiPinv op, const Halide::Target &t, const CassiCpuKnobs &k);
 void schedule_cpu(alg::CassiPinvAlpha op, const Halide::Target &t, const CassiCpuKnobs &k);
 void schedule_cpu(alg::CassiShift op, const Halide::Target &t, const CassiCpuKnobs &k);
+// A's prefetches (prefetch_ahead).
+LoweringPasses cpu_lowering_passes(const alg::CassiForward &op, const Halide::Target &t, const CassiCpuKnobs &k);
 
 void schedule_cuda(alg::CassiForward op, const Halide::Target &t, const CassiCudaKnobs &k);
 void schedule_cuda(alg::CassiAdjoint op, const Halide::Target &t, const CassiCudaKnobs &k);

@@ -7,6 +7,7 @@
 
 #include "schedules/cassi.h"
 #include "schedules/common.h"
+#include "schedules/prefetch.h"
 
 namespace hpipe::sched {
 
@@ -85,6 +86,11 @@ void vectorize_rows_at(Func f, Func consumer, Var task, const Target &t) {
 
 void schedule_cpu(alg::CassiForward op, const Target &t, const CassiCpuKnobs &k) {
   schedule_band_sum(op.y, op.sum, k, t);
+}
+
+LoweringPasses cpu_lowering_passes(const alg::CassiForward &op, const Target &, const CassiCpuKnobs &k) {
+  if (k.prefetch_ahead == 0) return {};
+  return {std::make_shared<PrefetchAhead>(op.x_buffer, k.prefetch_ahead)};
 }
 
 void schedule_cpu(alg::CassiPhi op, const Target &t, const CassiCpuKnobs &k) {

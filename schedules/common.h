@@ -1,7 +1,9 @@
 // Helpers every schedule uses.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "generators/common.h"
 #include "schedules/knobs.h"
@@ -18,17 +20,35 @@ inline int vector_lanes(const Halide::Target &target, const Halide::Type &type, 
 // The i-th pure argument of a Func, for schedules that address the algorithm's Vars.
 inline Halide::Var arg(const Halide::Func &f, int i) { return f.args().at(i); }
 
+// Lowering passes a schedule needs besides its directives (schedules/prefetch.h), for the pipeline
+// that compiles the op to add.
+using LoweringPasses = std::vector<std::shared_ptr<Halide::Internal::IRMutator>>;
+
+// The CPU schedules of most ops need none; an op's schedule that does overloads this.
+template <class Op, class CpuKnobs>
+LoweringPasses cpu_lowering_passes(const Op &, const Halide::Target &, const CpuKnobs &) {
+  return {};
+}
+
 // Schedules `op` with its family's knobs: the CUDA schedule when the target has CUDA, the CPU one
 // otherwise. `Knobs` names the knob structs (Knobs::Cpu, Knobs::Cuda); `text` ("a=1,b=2") overrides
-// their defaults and bad knobs throw std::invalid_argument. The AOT generators and the autotuner
-// (tools/tune) both schedule through here, so what is tuned is what ships.
+// their defaults and bad knobs throw std::invalid_argument. Returns the lowering passes the
+// pipeline must add. The AOT generators and the autotuner (tools/tune) both schedule through here,
+// so what is tuned is what ships.
 template <class Knobs, class Op>
-void apply_knobs(const Op &op, const Halide::Target &target, const std::string &text) {
+LoweringPasses apply_knobs(const Op &op, const Halide::Target &target, const std::string &text) {
   if (target.has_feature(Halide::Target::CUDA)) {
     schedule_cuda(op, target, parse_knobs<typename Knobs::Cuda>(text));
-  } else {
-    schedule_cpu(op, target, parse_knobs<typename Knobs::Cpu>(text));
+    return {};
   }
+  const auto knobs = parse_knobs<typename Knobs::Cpu>(text);
+  schedule_cpu(op, target, knobs);
+  return cpu_lowering_passes(op, target, knobs);
+}
+
+// Adds `passes` to `pipeline`, which keeps them alive.
+inline void add_lowering_passes(Halide::Pipeline pipeline, const LoweringPasses &passes) {
+  for (const auto &pass : passes) pipeline.add_custom_lowering_pass(pass.get(), [keep = pass] {});
 }
 
 // f(w, h, rest...) as a CUDA grid: blocks of block_w x block_h threads over (w, h), every further

@@ -90,10 +90,14 @@ struct Built {
   Halide::Func output;                     // one float32 value, or a Tuple of them (Case::output_count)
   std::vector<Halide::Func> more_outputs;  // further outputs of the pipeline (single-valued)
 
+  sched::LoweringPasses passes;            // that the schedule asks for
+
   Halide::Pipeline pipeline() const {
     std::vector<Halide::Func> all{output};
     all.insert(all.end(), more_outputs.begin(), more_outputs.end());
-    return Halide::Pipeline(all);
+    Halide::Pipeline p(all);
+    sched::add_lowering_passes(p, passes);
+    return p;
   }
   std::vector<Halide::ImageParam> buffers;
   std::vector<Halide::Param<int>> scalars;
@@ -128,7 +132,7 @@ TunableOp make_op(std::string name, std::function<Op(Built &)> algorithm,
     Built built;
     built.target = target;
     const Op scheduled = algorithm(built);
-    if (knobs) sched::apply_knobs<Knobs>(scheduled, target, *knobs);
+    if (knobs) built.passes = sched::apply_knobs<Knobs>(scheduled, target, *knobs);
     return built;
   };
   op.cases = std::move(cases);
