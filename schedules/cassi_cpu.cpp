@@ -1,7 +1,7 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 3.37 ms (85% of BM_stream_read), Aᵀ 3.77 ms, A⁺ 3.87 ms, column-count inverse 3.70 ms (77 / 75 /
-// 79% of BM_stream_copy); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB L2, VM), make bench median of 5,
+// W4 A 3.47 ms (83% of BM_stream_read), Aᵀ 3.81 ms, A⁺ 4.37 ms, column-count inverse 3.85 ms (82 / 72 /
+// 81% of BM_stream_copy); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB L2, VM), make bench median of 5,
 // 2026-11-27 (eighth session).
 #include <algorithm>
 
