@@ -22,12 +22,19 @@ class PrefetchAhead : public Halide::Internal::IRMutator {
  private:
   using IRMutator::visit;
 
-  // Dense vector loads of the buffer: ramps of stride 1 that every lane reads (no predicate).
+  // Dense vector loads of the buffer: ramps of stride 1 that every lane reads (no predicate), and
+  // whose index uses no variable that a Let inside the stored value defines (the prefetch goes
+  // before the store, outside that Let).
   struct DenseLoads : Halide::Internal::IRVisitor {
     const std::string &buffer;
     std::vector<const Halide::Internal::Load *> found;
+    std::vector<std::string> inner_lets;
     explicit DenseLoads(const std::string &b) : buffer(b) {}
     using IRVisitor::visit;
+    void visit(const Halide::Internal::Let *op) override {
+      inner_lets.push_back(op->name);
+      IRVisitor::visit(op);
+    }
     void visit(const Halide::Internal::Load *op) override {
       const auto *ramp = op->index.as<Halide::Internal::Ramp>();
       if (op->name == buffer && ramp && Halide::Internal::is_const_one(ramp->stride) &&
@@ -36,16 +43,21 @@ class PrefetchAhead : public Halide::Internal::IRMutator {
       }
       IRVisitor::visit(op);
     }
+    bool uses_inner_let(const Halide::Internal::Load *load) const {
+      for (const auto &name : inner_lets)
+        if (Halide::Internal::expr_uses_var(load->index, name)) return true;
+      return false;
+    }
   };
 
   Halide::Internal::Stmt visit(const Halide::Internal::Store *op) override {
     using namespace Halide::Internal;
     DenseLoads loads(buffer_);
     op->value.accept(&loads);
-    if (loads.found.empty()) return op;
     const Halide::Expr base = Variable::make(Halide::Handle(), buffer_);
     std::vector<Stmt> stmts;
     for (const Load *load : loads.found) {
+      if (loads.uses_inner_let(load)) continue;
       const int per_line = 64 / load->type.bytes();
       const Halide::Expr first = load->index.as<Ramp>()->base + ahead_;
       for (int lane = 0; lane < load->type.lanes(); lane += per_line) {
@@ -53,6 +65,7 @@ class PrefetchAhead : public Halide::Internal::IRMutator {
             Call::make(load->type.element_of(), Call::prefetch, {base, first + lane, 1, 1}, Call::Intrinsic)));
       }
     }
+    if (stmts.empty()) return op;
     stmts.push_back(op);
     return Block::make(stmts);
   }
