@@ -32,16 +32,18 @@ LoweringPasses cpu_lowering_passes(const Op &, const Halide::Target &, const Cpu
 
 // Schedules `op` with its family's knobs: the CUDA schedule when the target has CUDA, the CPU one
 // otherwise. `Knobs` names the knob structs (Knobs::Cpu, Knobs::Cuda); `text` ("a=1,b=2") overrides
-// their defaults and bad knobs throw std::invalid_argument. Returns the lowering passes the
+// the op's defaults (OpKnobDefaults) and bad knobs throw std::invalid_argument. Returns the lowering passes the
 // pipeline must add. The AOT generators and the autotuner (tools/tune) both schedule through here,
 // so what is tuned is what ships.
 template <class Knobs, class Op>
 LoweringPasses apply_knobs(const Op &op, const Halide::Target &target, const std::string &text) {
   if (target.has_feature(Halide::Target::CUDA)) {
-    schedule_cuda(op, target, parse_knobs<typename Knobs::Cuda>(text));
+    using Cuda = typename Knobs::Cuda;
+    schedule_cuda(op, target, parse_knobs<Cuda>(text, OpKnobDefaults<Cuda, Op>::get()));
     return {};
   }
-  const auto knobs = parse_knobs<typename Knobs::Cpu>(text);
+  using Cpu = typename Knobs::Cpu;
+  const auto knobs = parse_knobs<Cpu>(text, OpKnobDefaults<Cpu, Op>::get());
   schedule_cpu(op, target, knobs);
   return cpu_lowering_passes(op, target, knobs);
 }

@@ -22,6 +22,14 @@ struct UnusedKnobs {
   static constexpr const char *names = "";
 };
 
+// The defaults of `Knobs` for the family op `Op`: the struct's own, unless the family specializes
+// this beside the knob struct for an op whose measured best differs from the family's. The
+// generators and the tuner start from these, so a knob text overrides them as it does the struct's.
+template <class Knobs, class Op>
+struct OpKnobDefaults {
+  static Knobs get() { return Knobs{}; }
+};
+
 // One "name:value" item of a knob text.
 struct KnobSetting {
   std::string name;
@@ -68,11 +76,10 @@ std::string format_knobs(Knobs knobs) {
   return join_knobs(settings);
 }
 
-// Parses a knob text over the defaults of Knobs; unknown names, non-integers and illegal
-// combinations are errors.
+// Parses a knob text over `knobs` (by default the struct's defaults); unknown names, non-integers
+// and illegal combinations are errors.
 template <class Knobs>
-Knobs parse_knobs(const std::string &text) {
-  Knobs knobs;
+Knobs parse_knobs(const std::string &text, Knobs knobs = Knobs{}) {
   for (const KnobSetting &setting : split_knobs(text)) {
     bool found = false;
     knobs.visit([&](const char *knob, int &slot, const Candidates &) {

@@ -244,6 +244,15 @@ TEST(Knobs, FormatAndParseRoundTrip) {
   EXPECT_EQ(sched::parse_knobs<ToyKnobs>("").b, 2);
 }
 
+// An op's own defaults (sched::OpKnobDefaults) are what a knob text overrides.
+TEST(Knobs, ParseOverAnOpsDefaults) {
+  ToyKnobs op_defaults;
+  op_defaults.a = 2;
+  const ToyKnobs parsed = sched::parse_knobs<ToyKnobs>("b:4", op_defaults);
+  EXPECT_EQ(parsed.a, 2);
+  EXPECT_EQ(parsed.b, 4);
+}
+
 TEST(Knobs, BadStringsAreExplained) {
   auto message = [](const std::string &text) {
     try {

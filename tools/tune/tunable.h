@@ -60,12 +60,13 @@ struct KnobSpace {
   std::function<bool(const std::string &)> valid;  // parses and checks a "a:1,b:2" text
 };
 
-// The knobs of `Knobs` as the schedule of `Op` reads them: a knob it never reads
-// (sched::UnusedKnobs) has its default as its only candidate.
+// The knobs of `Knobs` as the schedule of `Op` reads them, from the op's defaults
+// (sched::OpKnobDefaults): a knob it never reads (sched::UnusedKnobs) has its default as its only
+// candidate.
 template <class Knobs, class Op>
 KnobSpace knob_space() {
   KnobSpace space;
-  Knobs knobs;
+  Knobs knobs = sched::OpKnobDefaults<Knobs, Op>::get();
   const std::string unused = std::string(",") + sched::UnusedKnobs<Knobs, Op>::names + ",";
   knobs.visit([&](const char *name, int &value, const sched::Candidates &candidates) {
     space.names.push_back(name);
