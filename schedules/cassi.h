@@ -49,11 +49,11 @@ struct CassiCudaKnobs {
   int items_per_thread = 4;
   // A+ and the column-count inverse: 1 divides the measurement (y / Phi, y / alpha) once per
   // measurement pixel in a kernel of its own, so that the cube kernel only multiplies, as A^T's
-  // does; 0 divides per cube element. At 0 ncu found those cube kernels bound by the SMs on an
-  // H100 (docs/performance-notes.md, 2026-11-27); 1 awaits hpipe-tune's bundle on a GPU.
+  // does; 0 divides per cube element (those cube kernels were bound by the SMs under ncu).
   int divide_once = 0;
   // The defaults: the least total time of A, A^T, A+ and the column-count inverse at W4 over the
-  // 160 variants of hpipe-tune's bundle on an H100, 2026-11-25 (docs/performance-notes.md).
+  // 160 variants of hpipe-tune's bundle on an H100, 2026-11-25; A and the inverse have their own
+  // (OpKnobDefaults below; docs/performance-notes.md).
 
   template <class F>
   void visit(F &&f) {
@@ -90,6 +90,26 @@ struct UnusedKnobs<CassiCpuKnobs, alg::CassiPhi> {
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiPinv> {
   static constexpr const char *names = "prefetch_ahead";
+};
+// hpipe-tune's bundle on an H100, 2026-11-27 (80 variants an op, kernel times at W4): A, a band sum
+// alone, is fastest with one band and one item a thread in rows of 64 threads, 0.059 ms against
+// the family's 0.067; the inverse with the division once and 4 bands, 0.065 against 0.069 (A+ and
+// A^T: the family's within 3%).
+template <>
+struct OpKnobDefaults<CassiCudaKnobs, alg::CassiForward> {
+  static CassiCudaKnobs get() {
+    CassiCudaKnobs k;
+    k.block_w = 64, k.block_h = 1, k.bands_per_thread = 1, k.items_per_thread = 1;
+    return k;
+  }
+};
+template <>
+struct OpKnobDefaults<CassiCudaKnobs, alg::CassiPinvAlpha> {
+  static CassiCudaKnobs get() {
+    CassiCudaKnobs k;
+    k.block_w = 64, k.bands_per_thread = 4, k.divide_once = 1;
+    return k;
+  }
 };
 // divide_once: only A+ and the column-count inverse divide the measurement.
 template <>

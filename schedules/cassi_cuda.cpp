@@ -4,8 +4,8 @@
 // items_per_thread batch items, which share the mask's loads. With one band at a time, each
 // thread had one load in flight, too few to cover the memory latency (docs/performance-notes.md).
 //
-// W4 A 0.067 ms, Aᵀ 0.059 ms, A⁺ 0.075 ms, column-count inverse 0.069 ms (62 / 70 / 55 / 60% of BM_cuda_copy;
-// A's kernel alone 59.5 us, 69% of the DRAM peak under ncu: the rest is the call's launch and wait);
+// W4 A 0.066 ms, Aᵀ 0.060 ms, A⁺ 0.073 ms, column-count inverse 0.073 ms (63 / 69 / 57 / 57% of
+// BM_cuda_copy's 2.69 TB/s in the same run; A and the inverse with their own knobs, cassi.h);
 // H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-27.
 #include "schedules/cassi.h"
 #include "schedules/common.h"
