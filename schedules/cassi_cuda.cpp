@@ -1,8 +1,9 @@
 // CUDA schedules of the CASSI family: one thread per output pixel, blocks of block_w x block_h,
 // each dispersion axis in a kernel of its own. A thread handles bands_per_thread bands in one
 // unrolled step (the steps of a band sum, or that many bands of its pixel in a cube output) of
-// items_per_thread batch items, which share the mask's loads. With one band at a time, each
-// thread had one load in flight, too few to cover the memory latency (docs/performance-notes.md).
+// items_per_thread batch items, which share the mask's loads. With one band at a time, each of
+// Aᵀ's threads had one load in flight, too few to cover the memory latency; A's band sum was
+// measured fastest that way all the same (docs/performance-notes.md; its defaults in cassi.h).
 //
 // W4 A 0.066 ms, Aᵀ 0.060 ms, A⁺ 0.073 ms, column-count inverse 0.073 ms (63 / 69 / 57 / 57% of
 // BM_cuda_copy's 2.69 TB/s in the same run; A and the inverse with their own knobs, cassi.h);
