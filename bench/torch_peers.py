@@ -257,6 +257,8 @@ def main():
 
     if hpipe and args.device == "cpu" and np and not args.filter:
         small_call_figures(cpp, args.device, args.repeats)
+    if hpipe and args.device == "cuda" and not args.filter:
+        cuda_tiny_calls(args.repeats)
 
 
 def small_call_figures(cpp, device, repeats):
@@ -290,6 +292,19 @@ def small_call_figures(cpp, device, repeats):
               f"ratio {t_peer / t_hpipe:.2f} {'ok' if t_hpipe < t_peer else 'BEHIND'}")
     hpipe.set_num_threads(default)
     torch.set_num_threads(default)
+
+
+def cuda_tiny_calls(repeats):
+    """A tiny call on tensors in device memory, hpipe beside PyTorch's own kernel: queued back to back
+    (the host's cost of a call) and waited for one by one (the call's whole latency)."""
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x = torch.rand(5, 5, device="cuda", generator=gen)
+    y = torch.empty_like(x)
+    print("\nA tiny call on the GPU (exp of 5 x 5 float32, out=): queued / waited for each")
+    for name, call in (("hpipe.exp", lambda: hpipe.exp(x, out=y)), ("torch.exp", lambda: torch.exp(x, out=y))):
+        queued = seconds_per_call(call, "cuda", repeats)
+        waited = seconds_per_call(lambda: (call(), torch.cuda.synchronize()), "cuda", repeats)
+        print(f"  {name}: {show(queued)} / {show(waited)}")
 
 
 if __name__ == "__main__":
