@@ -1,6 +1,7 @@
 #include "call.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -97,22 +98,6 @@ void fail_overlap(const std::string &op, const std::string &out_name, bool other
            "; outputs must not share memory with other arguments");
 }
 
-struct Call::Buffer {
-  std::string name;
-  bool is_output = false;
-  Memory memory = Memory::host;
-  halide_type_t type;
-  char *data = nullptr;
-  std::vector<halide_dimension_t> dims;  // Halide order: innermost first
-  Halide::Runtime::Buffer<void> caller;  // over the caller's memory
-  Halide::Runtime::Buffer<void> dense;   // dense host copy, when the innermost stride is not 1
-  bool on_device = false;                // kernel buffer may hold a device allocation or wrap
-  bool released = false;
-  Footprint bytes;
-
-  halide_buffer_t *kernel_buffer() { return dense.data() ? dense.raw_buffer() : caller.raw_buffer(); }
-};
-
 Call::Call(std::string op, const Options &options) : op_(std::move(op)), options_(options) {
   install_error_handler();
   install_block_cache();
@@ -149,26 +134,27 @@ void check_kernel_buffer(const std::string &op, const std::string &name, int ran
 Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *data, int rank,
                     const std::int64_t *shape, const std::int64_t *strides, Memory memory) {
   check_kernel_buffer(op_, name, rank, shape, type.bytes());
-  Buffer b;
+  if (buffers_.count == kMostBuffers) fail(name, "more than " + std::to_string(kMostBuffers) + " kernel arguments");
+  Buffer &b = buffers_.items[buffers_.count];
   b.name = name;
   b.is_output = is_output;
   b.memory = memory;
   b.type = type;
   b.data = static_cast<char *>(data);
+  b.rank = rank;
   for (int i = 0; i < rank; i++) {
     const int d = rank - 1 - i;  // NumPy dimension d is Halide dimension i
     if (strides[d] > kInt32Max || strides[d] < -kInt32Max)
       fail(name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride");
     // The stride of a dimension of extent 1 is never used; 1 keeps the innermost one dense.
     const std::int64_t stride = shape[d] == 1 ? 1 : strides[d];
-    b.dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0});
+    b.dims[i] = {0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0};
   }
   if (data == nullptr) fail(name, "data pointer is null");
   b.bytes = footprint(data, type.bytes(), rank, shape, strides, memory);
   if (b.bytes.last - b.bytes.first > std::uintptr_t(kInt32Max))
     fail(name, "spans more than 2 GiB; split the work into smaller calls");
-  buffers_.push_back(std::move(b));
-  return Arg{static_cast<int>(buffers_.size()) - 1};
+  return Arg{buffers_.count++};
 }
 
 bool Call::uses_cuda() {
@@ -211,7 +197,7 @@ void Call::prepare() {
 
   // Halide buffers.
   for (auto &b : buffers_) {
-    const int rank = static_cast<int>(b.dims.size());
+    const int rank = b.rank;
     if (b.memory == Memory::cuda) {
       if (b.dims[0].stride != 1) fail(b.name, "a view in CUDA memory needs an innermost stride of 1");
       b.caller = Halide::Runtime::Buffer<void>(b.type, nullptr, rank, b.dims.data());
@@ -223,7 +209,7 @@ void Call::prepare() {
     if (b.dims[0].stride != 1) {
       // Kernels read rows with dense vector loads: give them a dense copy.
       std::vector<int> sizes;
-      for (const auto &d : b.dims) sizes.push_back(d.extent);
+      for (int d = 0; d < rank; d++) sizes.push_back(b.dims[d].extent);
       b.dense = Halide::Runtime::Buffer<void>(b.type, sizes);
       if (!b.is_output) copy_elements(*b.caller.raw_buffer(), *b.dense.raw_buffer());
     }
@@ -234,7 +220,7 @@ void Call::prepare() {
   }
 }
 
-halide_buffer_t *Call::resolve(Arg a) { return buffers_.at(a.index).kernel_buffer(); }
+halide_buffer_t *Call::resolve(Arg a) { return buffers_.items[a.index].kernel_buffer(); }
 
 void Call::finish(int status) {
   if (status == 0) {

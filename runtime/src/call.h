@@ -9,7 +9,6 @@
 #pragma once
 
 #include <array>
-#include <deque>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -107,14 +106,19 @@ class Call {
   Call(const Call &) = delete;
   Call &operator=(const Call &) = delete;
 
+  // The most dimensions of a view the API takes.
+  static constexpr int kMaxRank = 4;
+
   template <class T, int R>
   Arg input(const char *name, const View<const T, R> &view) {
+    static_assert(R <= kMaxRank, "Call::Buffer holds kMaxRank dimensions");
     return add(name, false, halide_type_of<T>(), const_cast<T *>(view.data()), R, view.shape().data(),
                view.strides().data(), view.memory());
   }
   template <class T, int R>
   Arg output(const char *name, const View<T, R> &view) {
     static_assert(!std::is_const_v<T>, "outputs are writable views");
+    static_assert(R <= kMaxRank, "Call::Buffer holds kMaxRank dimensions");
     return add(name, true, halide_type_of<T>(), view.data(), R, view.shape().data(), view.strides().data(),
                view.memory());
   }
@@ -137,7 +141,35 @@ class Call {
   }
 
  private:
-  struct Buffer;
+  struct Buffer {
+    std::string name;
+    bool is_output = false;
+    Memory memory = Memory::host;
+    halide_type_t type;
+    char *data = nullptr;
+    int rank = 0;
+    std::array<halide_dimension_t, kMaxRank> dims;  // Halide order: innermost first
+    Halide::Runtime::Buffer<void> caller;           // over the caller's memory
+    Halide::Runtime::Buffer<void> dense;            // dense host copy, when the innermost stride is not 1
+    bool on_device = false;                         // kernel buffer may hold a device allocation or wrap
+    bool released = false;
+    Footprint bytes;
+
+    halide_buffer_t *kernel_buffer() { return dense.data() ? dense.raw_buffer() : caller.raw_buffer(); }
+  };
+  // The most buffer arguments of any kernel (an ADMM-TV step has 7).
+  static constexpr int kMostBuffers = 8;
+  // The arguments, held in the Call: a heap array of them made a small call's malloc consolidate
+  // its free lists, 8% of a tiny CASSI call.
+  struct Buffers {
+    std::array<Buffer, kMostBuffers> items;
+    int count = 0;
+    Buffer *begin() { return items.data(); }
+    Buffer *end() { return items.data() + count; }
+    const Buffer *begin() const { return items.data(); }
+    const Buffer *end() const { return items.data() + count; }
+  };
+
   Arg add(const char *name, bool is_output, halide_type_t type, void *data, int rank, const std::int64_t *shape,
           const std::int64_t *strides, Memory memory);
   void select_backend();
@@ -154,7 +186,7 @@ class Call {
   Options options_;
   Backend backend_ = Backend::cpu;
   CallContext context_;
-  std::deque<Buffer> buffers_;
+  Buffers buffers_;
 };
 
 }  // namespace hpipe::detail

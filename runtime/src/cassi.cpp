@@ -50,7 +50,7 @@ void run_cube_to_measurement(const char *op, const K &kernel, View<const T, 4> x
   Call call(op, options);
   check_dispersion(call, d);
   const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
-  check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d), of_cube(x.shape(), d));
+  check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d), [&] { return of_cube(x.shape(), d); });
   auto xa = call.input("x", x);
   auto ma = call.input("mask", m);
   auto ya = call.output("y", y);
@@ -65,7 +65,7 @@ void run_measurement_to_cube(const char *op, const K &kernel, View<const T, 3> y
   check_dispersion(call, d);
   const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
   check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d),
-              of_cube(x.shape(), d) + " (the output x)");
+              [&] { return of_cube(x.shape(), d) + " (the output x)"; });
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
   auto xa = call.output("x", x);
@@ -80,8 +80,9 @@ void shift_impl(const char *op, View<const T, 4> in, Dispersion d, View<T, 4> ou
   const Shape3 meas = detail::measurement_of(call.op(), back ? "x" : "shifted", cube, d);
   const Shape4 shifted{cube[0], cube[1], meas[1], meas[2]};
   check_shape(call, back ? "shifted" : "x", in, back ? shifted : cube,
-              back ? of_cube(cube, d) + " (the output x)" : std::string());
-  check_shape(call, back ? "x" : "shifted", out, back ? cube : shifted, back ? std::string() : of_cube(cube, d));
+              [&] { return back ? of_cube(cube, d) + " (the output x)" : std::string(); });
+  check_shape(call, back ? "x" : "shifted", out, back ? cube : shifted,
+              [&] { return back ? std::string() : of_cube(cube, d); });
   auto ia = call.input(back ? "shifted" : "x", in);
   auto oa = call.output(back ? "x" : "shifted", out);
   if (back) {
@@ -101,9 +102,10 @@ void phi_impl(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> 
   if (mask.per_band() && mv.shape(0) != bands)
     call.fail("mask", "has " + std::to_string(mv.shape(0)) + " bands but bands = " + std::to_string(bands));
   const Shape3 meas = detail::measurement_of(call.op(), "bands", {1, bands, mv.shape(1), mv.shape(2)}, d);
-  check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]},
-              " (H', W') for a mask of " + std::to_string(mv.shape(1)) + " x " + std::to_string(mv.shape(2)) + ", " +
-                  std::to_string(bands) + " bands, " + describe(d));
+  check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, [&] {
+    return " (H', W') for a mask of " + std::to_string(mv.shape(1)) + " x " + std::to_string(mv.shape(2)) + ", " +
+           std::to_string(bands) + " bands, " + describe(d);
+  });
   auto ma = call.input("mask", m);
   auto pa = call.output("phi", phi);
   call.run(CassiKernels<T>::phi, ma, d.step, axis_code(d.axis), pa);

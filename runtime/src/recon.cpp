@@ -152,7 +152,7 @@ View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &
   const Dispersion d = p.dispersion;
   check_dispersion(call, d);
   const Shape3 meas = detail::measurement_of(call.op(), "x", cube, d);
-  check_shape(call, "y", y, meas, detail::of_cube(cube, d));
+  check_shape(call, "y", y, meas, [&] { return detail::of_cube(cube, d); });
   check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, " (H', W') of y");
   if (!std::isfinite(p.lambda)) call.fail("lambda", "expected a finite value, got " + std::to_string(p.lambda));
   if (method == ReconMethod::admm_tv && (!(p.gamma >= 0) || !std::isfinite(p.gamma)))
