@@ -10,7 +10,6 @@
 
 #include <array>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -43,11 +42,9 @@ struct CallContext {
 // "(2, 3, 4)"
 template <class Extents>
 std::string shape_string(const Extents &shape) {
-  std::ostringstream out;
-  out << "(";
-  for (std::size_t i = 0; i < shape.size(); i++) out << (i ? ", " : "") << shape[i];
-  out << (shape.size() == 1 ? ",)" : ")");
-  return out.str();
+  std::string text = "(";
+  for (std::size_t i = 0; i < shape.size(); i++) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + (shape.size() == 1 ? ",)" : ")");
 }
 
 // The bytes [first, last) a view can touch, and in which memory space.
