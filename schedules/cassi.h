@@ -23,6 +23,10 @@ struct CassiCpuKnobs {
   // 1.15-1.2x faster with 256 or 512 where the memory was not loaded by others, in cache 1.1x
   // (docs/performance-notes.md, 2026-11-27, eighth session).
   int prefetch_ahead = 512;
+  // Cube outputs (A^T, A+, the inverse, the shifts): parallel tasks a call's band planes are cut
+  // into, whole planes each, at least as many as cores; 0: tasks of rows_per_task rows of every
+  // band (the inverse's own default: measured faster so, docs/performance-notes.md).
+  int cube_tasks = 16;
 
   template <class F>
   void visit(F &&f) {
@@ -31,10 +35,11 @@ struct CassiCpuKnobs {
     f("sum_per_vector", sum_per_vector, Candidates{0, 1});
     f("scatter_rows", scatter_rows, Candidates{1, 2, 4, 8, 16, 32});
     f("prefetch_ahead", prefetch_ahead, Candidates{0, 128, 256, 512, 1024});
+    f("cube_tasks", cube_tasks, Candidates{0, 4, 8, 16, 32, 64});
   }
   bool valid() const {
     return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1 && scatter_rows >= 1 &&
-           prefetch_ahead >= 0;
+           prefetch_ahead >= 0 && cube_tasks >= 0;
   }
 };
 
@@ -69,8 +74,12 @@ struct CassiCudaKnobs {
   }
 };
 
-// sum_per_vector and scatter_rows place the band sum's accumulator: ops without a band sum ignore them;
-// only A prefetches.
+// sum_per_vector and scatter_rows place the band sum's accumulator: ops without a band sum ignore
+// them; only A prefetches; only cube outputs are cut into cube_tasks.
+template <>
+struct UnusedKnobs<CassiCpuKnobs, alg::CassiForward> {
+  static constexpr const char *names = "cube_tasks";
+};
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiAdjoint> {
   static constexpr const char *names = "sum_per_vector,scatter_rows,prefetch_ahead";
@@ -85,11 +94,22 @@ struct UnusedKnobs<CassiCpuKnobs, alg::CassiShift> {
 };
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiPhi> {
-  static constexpr const char *names = "prefetch_ahead";
+  static constexpr const char *names = "prefetch_ahead,cube_tasks";
 };
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiPinv> {
   static constexpr const char *names = "prefetch_ahead";
+};
+// The inverse's cube reads its divided measurement computed in each task of rows: with tasks of
+// whole planes and that image computed beforehand, W4 took 4.0-4.1 ms against 3.5 in Zen 5's
+// fast-memory rounds (A^T and A+ 20% faster so: docs/performance-notes.md, 2026-11-27).
+template <>
+struct OpKnobDefaults<CassiCpuKnobs, alg::CassiPinvAlpha> {
+  static CassiCpuKnobs get() {
+    CassiCpuKnobs k;
+    k.cube_tasks = 0;
+    return k;
+  }
 };
 // hpipe-tune's bundle on an H100, 2026-11-27 (80 variants an op, kernel times at W4): A, a band sum
 // alone, is fastest with one band and one item a thread in rows of 64 threads, 0.059 ms against
