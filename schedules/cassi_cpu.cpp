@@ -1,8 +1,9 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 3.47 ms (83% of BM_stream_read), Aᵀ 3.81 ms, A⁺ 4.37 ms, column-count inverse 3.85 ms (82 / 72 /
-// 81% of BM_stream_copy); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB L2, VM), make bench median of 5,
-// 2026-11-27 (eighth session).
+// W4 A 2.90 ms (88% of BM_stream_read), Aᵀ 3.85 ms, A⁺ 3.94 ms, column-count inverse 3.56 ms (72 /
+// 71 / 78% of BM_stream_copy; the memory changed speed within the run: exp float32 came out at
+// 145% of copy); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB L2, VM), make bench median of 5,
+// 2026-11-27 (ninth session).
 #include <algorithm>
 
 #include "schedules/cassi.h"
