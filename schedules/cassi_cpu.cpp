@@ -43,7 +43,10 @@ void schedule_cube_output(Func f, const Target &t, const CassiCpuKnobs &k, Func 
     }
   } else {
     Var ho("ho"), hi("hi");
-    f.split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf).reorder(w, hi, c, ho, b).fuse(ho, b, task).parallel(task);
+    f.split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf)
+        .reorder(w, hi, c, ho, b)
+        .fuse(ho, b, task)
+        .parallel(task);
     if (measurement.defined()) measurement.compute_at(f, task);
   }
   f.vectorize(w, vector_lanes(t, value_type(f), k.vector_factor), TailStrategy::GuardWithIf);

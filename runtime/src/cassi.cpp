@@ -50,7 +50,8 @@ void run_cube_to_measurement(const char *op, const K &kernel, View<const T, 4> x
   Call call(op, options);
   check_dispersion(call, d);
   const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
-  check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d), [&] { return of_cube(x.shape(), d); });
+  check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d),
+              [&] { return of_cube(x.shape(), d); });
   auto xa = call.input("x", x);
   auto ma = call.input("mask", m);
   auto ya = call.output("y", y);

@@ -91,7 +91,7 @@ struct Built {
   Halide::Func output;                     // one float32 value, or a Tuple of them (Case::output_count)
   std::vector<Halide::Func> more_outputs;  // further outputs of the pipeline (single-valued)
 
-  sched::LoweringPasses passes;            // that the schedule asks for
+  sched::LoweringPasses passes;  // that the schedule asks for
 
   Halide::Pipeline pipeline() const {
     std::vector<Halide::Func> all{output};
