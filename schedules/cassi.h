@@ -24,8 +24,7 @@ struct CassiCpuKnobs {
   // (docs/performance-notes.md, 2026-11-27, eighth session).
   int prefetch_ahead = 512;
   // Cube outputs (A^T, A+, the inverse, the shifts): parallel tasks a call's band planes are cut
-  // into, whole planes each, at least as many as cores; 0: tasks of rows_per_task rows of every
-  // band (the inverse's own default: measured faster so, docs/performance-notes.md).
+  // into, whole planes each, at least as many as cores.
   int cube_tasks = 16;
 
   template <class F>
@@ -35,11 +34,11 @@ struct CassiCpuKnobs {
     f("sum_per_vector", sum_per_vector, Candidates{0, 1});
     f("scatter_rows", scatter_rows, Candidates{1, 2, 4, 8, 16, 32});
     f("prefetch_ahead", prefetch_ahead, Candidates{0, 128, 256, 512, 1024});
-    f("cube_tasks", cube_tasks, Candidates{0, 4, 8, 16, 32, 64});
+    f("cube_tasks", cube_tasks, Candidates{4, 8, 16, 32, 64});
   }
   bool valid() const {
     return vector_factor >= 1 && rows_per_task >= 1 && (sum_per_vector | 1) == 1 && scatter_rows >= 1 &&
-           prefetch_ahead >= 0 && cube_tasks >= 0;
+           prefetch_ahead >= 0 && cube_tasks >= 1;
   }
 };
 
@@ -99,17 +98,6 @@ struct UnusedKnobs<CassiCpuKnobs, alg::CassiPhi> {
 template <>
 struct UnusedKnobs<CassiCpuKnobs, alg::CassiPinv> {
   static constexpr const char *names = "prefetch_ahead";
-};
-// The inverse's cube reads its divided measurement computed in each task of rows: with tasks of
-// whole planes and that image computed beforehand, W4 took 4.0-4.1 ms against 3.5 in Zen 5's
-// fast-memory rounds (A^T and A+ 20% faster so: docs/performance-notes.md, 2026-11-27).
-template <>
-struct OpKnobDefaults<CassiCpuKnobs, alg::CassiPinvAlpha> {
-  static CassiCpuKnobs get() {
-    CassiCpuKnobs k;
-    k.cube_tasks = 0;
-    return k;
-  }
 };
 // hpipe-tune's bundle on an H100, 2026-11-27 (80 variants an op, kernel times at W4): A, a band sum
 // alone, is fastest with one band and one item a thread in rows of 64 threads, 0.059 ms against

@@ -17,42 +17,27 @@ using namespace Halide;
 namespace {
 
 // Cube-shaped outputs f(w, h, c, b), rows vectorized along w, and `measurement`, a measurement-
-// shaped image g(w', h, b) they read (A+'s and the inverse's divided measurement), if defined.
-// With cube_tasks > 0, the B x C band planes are cut into about that many parallel tasks of whole
-// planes, so that a task writes one contiguous run of memory (a W4 task: one batch item's 7 MB),
-// and g is computed once beforehand. Tasks of 32 rows of every band wrote 28 runs of 32 KiB each,
-// which plain stores filled at half the speed of one long run on Zen 5 in its fast-memory spells
-// (docs/performance-notes.md). With cube_tasks = 0, a task is rows_per_task rows of every band of
-// one batch item, band after band, with g's rows computed in it.
+// shaped image g(w', h, b) they read (A+'s and the inverse's divided measurement), if defined,
+// computed once beforehand. The B x C band planes are cut into about cube_tasks parallel tasks of
+// whole planes, so that a task writes one contiguous run of memory (a W4 task: one batch item's
+// 7 MB). Tasks of 32 rows of every band wrote 28 runs of 32 KiB each, which plain stores filled at
+// half the speed of one long run on Zen 5 in its fast-memory spells (docs/performance-notes.md).
 void schedule_cube_output(Func f, const Target &t, const CassiCpuKnobs &k, Func measurement = Func()) {
-  Var w = arg(f, 0), h = arg(f, 1), c = arg(f, 2), b = arg(f, 3), task("task");
-  if (k.cube_tasks > 0) {
-    Var plane("plane"), planes_of_task("planes_of_task");
-    const OutputImageParam out = f.output_buffer();
-    Expr planes = out.dim(2).extent() * out.dim(3).extent();
-    f.fuse(c, b, plane)
-        .split(plane, task, planes_of_task, max(1, (planes + k.cube_tasks - 1) / k.cube_tasks),
-               TailStrategy::GuardWithIf)
-        .parallel(task);
-    if (measurement.defined()) {
-      Var mh = arg(measurement, 1), mho("mho"), mhi("mhi"), mtask("mtask");
-      measurement.compute_root()
-          .split(mh, mho, mhi, k.rows_per_task, TailStrategy::GuardWithIf)
-          .fuse(mho, arg(measurement, 2), mtask)
-          .parallel(mtask);
-    }
-  } else {
-    Var ho("ho"), hi("hi");
-    f.split(h, ho, hi, k.rows_per_task, TailStrategy::GuardWithIf)
-        .reorder(w, hi, c, ho, b)
-        .fuse(ho, b, task)
-        .parallel(task);
-    if (measurement.defined()) measurement.compute_at(f, task);
-  }
-  f.vectorize(w, vector_lanes(t, value_type(f), k.vector_factor), TailStrategy::GuardWithIf);
+  Var w = arg(f, 0), c = arg(f, 2), b = arg(f, 3), plane("plane"), task("task"), planes_of_task("planes_of_task");
+  const OutputImageParam out = f.output_buffer();
+  Expr planes = out.dim(2).extent() * out.dim(3).extent();
+  f.fuse(c, b, plane)
+      .split(plane, task, planes_of_task, max(1, (planes + k.cube_tasks - 1) / k.cube_tasks), TailStrategy::GuardWithIf)
+      .parallel(task)
+      .vectorize(w, vector_lanes(t, value_type(f), k.vector_factor), TailStrategy::GuardWithIf);
+  if (!measurement.defined()) return;
+  Var mw = arg(measurement, 0), mh = arg(measurement, 1), mho("mho"), mhi("mhi"), mtask("mtask");
   // GuardWithIf: rows may be narrower than a vector, and ShiftInwards would then read before the image.
-  if (measurement.defined())
-    measurement.vectorize(arg(measurement, 0), vector_lanes(t, value_type(measurement), 1), TailStrategy::GuardWithIf);
+  measurement.compute_root()
+      .split(mh, mho, mhi, k.rows_per_task, TailStrategy::GuardWithIf)
+      .fuse(mho, arg(measurement, 2), mtask)
+      .parallel(mtask)
+      .vectorize(mw, vector_lanes(t, value_type(measurement), 1), TailStrategy::GuardWithIf);
 }
 
 // Steps along width (pixels per band) with code of their own in the band sums: 2, the step of
