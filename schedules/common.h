@@ -32,9 +32,9 @@ LoweringPasses cpu_lowering_passes(const Op &, const Halide::Target &, const Cpu
 
 // Schedules `op` with its family's knobs: the CUDA schedule when the target has CUDA, the CPU one
 // otherwise. `Knobs` names the knob structs (Knobs::Cpu, Knobs::Cuda); `text` ("a=1,b=2") overrides
-// the op's defaults (OpKnobDefaults) and bad knobs throw std::invalid_argument. Returns the lowering passes the
-// pipeline must add. The AOT generators and the autotuner (tools/tune) both schedule through here,
-// so what is tuned is what ships.
+// the op's defaults (OpKnobDefaults) and bad knobs throw std::invalid_argument. Returns the
+// lowering passes the pipeline must add. The AOT generators and the autotuner (tools/tune) both
+// schedule through here, so what is tuned is what ships.
 template <class Knobs, class Op>
 LoweringPasses apply_knobs(const Op &op, const Halide::Target &target, const std::string &text) {
   if (target.has_feature(Halide::Target::CUDA)) {
