@@ -1,7 +1,7 @@
-// hpipe_bench: Google Benchmark over every kernel, plus BM_stream_copy, the memory-bandwidth
-// reference measured in the same run (and BM_cuda_copy, the GPU's, where a GPU is usable). Each
-// kernel benchmark sets its compulsory bytes, and at the end a table gives its bytes/s as a
-// percentage of its device's copy.
+// hpipe_bench: Google Benchmark over every kernel, plus the memory-bandwidth references measured in
+// the same run: BM_stream_copy, BM_stream_read and BM_stream_write (and BM_cuda_copy, the GPU's,
+// where a GPU is usable). Each kernel benchmark sets its compulsory bytes, and at the end a table
+// gives its bytes/s as a percentage of each reference.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -64,6 +64,27 @@ void BM_stream_read(benchmark::State &state) {
 }
 BENCHMARK(BM_stream_read)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+// A one-pass write with plain stores (a[i] = v over an array far larger than any cache), the
+// limit of ops that mostly write (CASSI's cube outputs): each line written is first read into the
+// cache, so it moves as many bytes per byte counted as a copy moves per two (about 75% of copy's
+// rate). v is not a constant, so that the compiler cannot call memset (streaming stores).
+void BM_stream_write(benchmark::State &state) {
+  const std::size_t n = std::size_t(state.range(0)) << 20 >> 2;  // range(0) MiB of floats
+  static std::vector<float> a;
+  a.assign(n, 0.0f);
+  float value = 1.0f;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(value);
+    on_every_thread(n, [&](int, std::size_t lo, std::size_t hi) {
+      float *__restrict dst = a.data();
+      for (std::size_t i = lo; i < hi; i++) dst[i] = value;
+    });
+    benchmark::ClobberMemory();
+  }
+  hpipe::bench::set_compulsory_bytes(state, std::int64_t(n * sizeof(float)));
+}
+BENCHMARK(BM_stream_write)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+
 struct CudaBenchmark {
   std::string name;
   hpipe::bench::BenchmarkFunction function;
@@ -88,7 +109,7 @@ void BM_cuda_copy(benchmark::State &state) {
 
 bool is_cuda(const std::string &name) { return name.rfind("BM_cuda_", 0) == 0; }
 
-// The console output, then a table of bytes/s relative to BM_stream_copy and BM_stream_read.
+// The console output, then a table of bytes/s relative to BM_stream_copy, _read and _write.
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run> &runs) override {
@@ -103,6 +124,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
         if (name.rfind("BM_stream_copy", 0) == 0) stream_ = it->second.value;
         if (name.rfind("BM_cuda_copy", 0) == 0) cuda_copy_ = it->second.value;
         if (name.rfind("BM_stream_read", 0) == 0) read_ = it->second.value;
+        if (name.rfind("BM_stream_write", 0) == 0) write_ = it->second.value;
       }
     }
     ConsoleReporter::ReportRuns(runs);
@@ -110,25 +132,27 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void Finalize() override {
     ConsoleReporter::Finalize();
     if (stream_ <= 0 && cuda_copy_ <= 0) return;
-    std::printf("\n%-60s %12s %10s %10s\n", "benchmark (compulsory bytes)", "GB/s", "% of copy", "% of read");
+    std::printf("\n%-60s %12s %10s %10s %10s\n", "benchmark (compulsory bytes)", "GB/s", "% of copy", "% of read",
+                "% of write");
     for (const auto &[name, rate] : rates_) {
-      // CUDA benchmarks against the GPU's copy; there is no GPU read reference.
-      const double copy = is_cuda(name) ? cuda_copy_ : stream_, read = is_cuda(name) ? 0 : read_;
+      // CUDA benchmarks against the GPU's copy; there is no GPU read or write reference.
+      const bool cuda = is_cuda(name);
       std::printf("%-60s %12.2f", name.c_str(), rate / 1e9);
-      if (copy > 0) std::printf(" %9.0f%%", 100.0 * rate / copy);
-      if (read > 0) std::printf(" %9.0f%%", 100.0 * rate / read);
+      for (const double reference : {cuda ? cuda_copy_ : stream_, cuda ? 0 : read_, cuda ? 0 : write_})
+        reference > 0 ? std::printf(" %9.0f%%", 100.0 * rate / reference) : std::printf(" %10s", "");
       std::printf("\n");
     }
     if (stream_ > 0)
       std::printf("BM_stream_copy reference: %.2f GB/s with %d threads\n", stream_ / 1e9, hpipe::num_threads());
     if (read_ > 0) std::printf("BM_stream_read reference: %.2f GB/s\n", read_ / 1e9);
+    if (write_ > 0) std::printf("BM_stream_write reference: %.2f GB/s\n", write_ / 1e9);
     if (cuda_copy_ > 0) std::printf("BM_cuda_copy reference: %.2f GB/s\n", cuda_copy_ / 1e9);
   }
 
  private:
   std::map<std::string, double> rates_;
   std::map<std::string, bool> medians_;
-  double stream_ = 0, read_ = 0, cuda_copy_ = 0;
+  double stream_ = 0, read_ = 0, write_ = 0, cuda_copy_ = 0;
 };
 
 // "<model name> (family F, model M, AVX-512)" from /proc/cpuinfo: virtual machines often show only
