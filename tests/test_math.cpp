@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iomanip>
@@ -521,6 +522,22 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   v(123457) = T(12);
   const std::vector<double> ref = reference::logsumexp(to_doubles(v), 1, v.shape(0), 1);
   EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, tolerance::logsumexp<T>(v.shape(0))));
+}
+
+// Values that rise along the axis: every chunk leads, so every fold rescales the running sum, and
+// the rescaling factors' errors add up over thousands of folds (steps from 1e-4 to 3 per row).
+TYPED_TEST(MathTyped, LogSumExpRisingAlongTheAxis) {
+  using T = TypeParam;
+  const std::int64_t rows = 40001, columns = 37;
+  auto x = random_array<T, 2>({rows, columns}, 65, -1e-3, 1e-3);
+  Array<T, 2> transposed({columns, rows});
+  for (std::int64_t r = 0; r < rows; r++)
+    for (std::int64_t c = 0; c < columns; c++) {
+      x(r, c) += T(double(r) * 1e-4 * std::pow(1.25, double(c)));
+      transposed(c, r) = x(r, c);
+    }
+  check_logsumexp<T, 2>(x, 0);
+  check_logsumexp<T, 2>(transposed, 1);
 }
 
 TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {
