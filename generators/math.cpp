@@ -418,8 +418,8 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, int rows_per_c
   op.chunk(i, c, o) = Tuple(shift_of_chunk, sum_of_chunk);
 
   // Fold chunk (shift_c, sum_c) into the running (shift, sum): the sum with the smaller shift is
-  // rescaled by exp(-|shift - shift_c|) (one exp per fold; for float32 sums exp_neg_for_fold's). An infinite sum stays infinite
-  // (inf * exp(-huge) would be NaN).
+  // rescaled by exp(-|shift - shift_c|) (one exp per fold; for float32 sums exp_neg_for_fold's).
+  // An infinite sum stays infinite (inf * exp(-huge) would be NaN).
   op.running = Func("running");
   op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0));
   Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1];
