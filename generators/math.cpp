@@ -68,6 +68,21 @@ Expr horner(const Expr &t, const std::vector<double> &c) {
   return acc;
 }
 
+// The same polynomial by Estrin's scheme: pairs c[2j] + c[2j+1] t, then pairs of those with t^2,
+// t^4, ...: about log2 of the degree dependent steps instead of one per degree, for a polynomial
+// whose latency is not hidden behind other work (logsumexp's fold, once per chunk).
+Expr estrin(const Expr &t, const std::vector<double> &c) {
+  std::vector<Expr> terms;
+  for (double v : c) terms.push_back(cast(t.type(), Expr(v)));
+  for (Expr power = t; terms.size() > 1; power = power * power) {
+    std::vector<Expr> next;
+    for (std::size_t j = 0; j + 1 < terms.size(); j += 2) next.push_back(terms[j] + terms[j + 1] * power);
+    if (terms.size() % 2 == 1) next.push_back(terms.back());
+    terms = std::move(next);
+  }
+  return terms[0];
+}
+
 // A binary floating-point format, for the exp that runs in either: float64 results in double,
 // float32 elementwise results in float (16 lanes per AVX-512 vector instead of 8).
 struct Format {
@@ -175,10 +190,13 @@ Expr exp_neg_for_fold(const Expr &d) {
   const Format &f = kDouble;
   Expr dc = min(d, f.c(708.0));
   Expr shifter = f.c(std::ldexp(1.5, f.mantissa));
-  Expr shifted = dc * f.c(-kInvLn2) + shifter;  // its low bits are k
-  Expr kd = shifted - shifter;
-  Expr r = (Expr(0.0) - dc - kd * f.c(f.ln2_hi)) - kd * f.c(f.ln2_lo);
-  Expr p = f.c(1.0) + r + r * r * horner(r, list(coefficients::f64::exp_tail_fold));
+  // The exact steps each explicitly strict: Halide 14's CSE hoists a subexpression used several times
+  // (r, in Estrin's scheme) into a let outside the strict_float() around its uses, and LLVM then
+  // reassociates it (results 20% off, found in JIT).
+  Expr shifted = strict_float(dc * f.c(-kInvLn2) + shifter);  // its low bits are k
+  Expr kd = strict_float(shifted - shifter);
+  Expr r = strict_float((Expr(0.0) - dc - kd * f.c(f.ln2_hi)) - kd * f.c(f.ln2_lo));
+  Expr p = f.c(1.0) + r + r * r * estrin(r, list(coefficients::f64::exp_tail_fold));
   return strict_float(p * f.pow2(f.bits(shifted) - f.bits(shifter)));
 }
 
