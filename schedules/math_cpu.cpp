@@ -1,8 +1,8 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 19.8 / 20.5 / 20.7 ms (96 / 93 / 92% of BM_stream_copy); logsumexp
-// float32 10000 x 10000 axis 0: 14.1 ms (66% of BM_stream_read), along rows 18.1 ms (51%); 2-core AMD
-// EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (sixth session).
+// exp / log / erf float32, 10^8: 19.0 / 19.0 / 19.7 ms (98 / 98 / 94% of BM_stream_copy); logsumexp
+// float32 10000 x 10000 axis 0: 13.4 ms (65% of BM_stream_read), along rows 17.6 ms (49%); 2-core AMD
+// EPYC (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (tenth session).
 #include <algorithm>
 
 #include "schedules/common.h"
