@@ -2,11 +2,14 @@
 # CMakeLists.txt); its files are found by name (docs/adding-an-op.md lists them) and every directory
 # that builds one of them iterates over the registered families.
 #
-# hpipe_add_family(<family> KERNELS <kernel>... [VARIANT <kernel> OF <kernel> TYPES <type>...]...)
-#   KERNELS  kernels built for float32 and float64 (types f32 f64), each from the generators
-#            <kernel>_f32 and <kernel>_f64 that pipelines/<family>_generators.cpp registers
-#   VARIANT  a kernel scheduled with the knobs of one of the KERNELS (a variant of it, tuned with
-#            it), built for the types listed after TYPES (default f32 f64)
+# hpipe_add_family(<family> KERNELS <kernel>... [VARIANT <kernel> OF <kernel> TYPES <type>...]...
+#                  [STREAMING <kernel>:<output>...])
+#   KERNELS    kernels built for float32 and float64 (types f32 f64), each from the generators
+#              <kernel>_f32 and <kernel>_f64 that pipelines/<family>_generators.cpp registers
+#   VARIANT    a kernel scheduled with the knobs of one of the KERNELS (a variant of it, tuned with
+#              it), built for the types listed after TYPES (default f32 f64)
+#   STREAMING  a kernel that also gets a CPU library writing that output with streaming stores,
+#              for outputs larger than the caches (cmake/HpipeKernels.cmake)
 
 set_property(GLOBAL PROPERTY HPIPE_FAMILIES "")
 
@@ -18,17 +21,18 @@ function(_hpipe_check_variant variant usage)
 endfunction()
 
 function(hpipe_add_family family)
-  set(usage "hpipe_add_family(${family} KERNELS <kernel>... [VARIANT <kernel> OF <kernel> TYPES <type>...]...)")
+  set(usage "hpipe_add_family(${family} KERNELS <kernel>... [VARIANT <kernel> OF <kernel> TYPES <type>...]... "
+            "[STREAMING <kernel>:<output>...])")
   set(kernels "")
   set(base_kernels "")  # the KERNELS, which a VARIANT can be OF
   set(keyword "")
   set(variant "")  # the VARIANT whose OF and TYPES come next
   foreach (arg IN LISTS ARGN)
-    if (arg MATCHES "^(KERNELS|VARIANT|OF|TYPES)$")
+    if (arg MATCHES "^(KERNELS|VARIANT|OF|TYPES|STREAMING)$")
       if (arg MATCHES "^(OF|TYPES)$" AND NOT variant)
         message(FATAL_ERROR "${usage}: ${arg} belongs to a VARIANT")
       endif ()
-      if (arg MATCHES "^(KERNELS|VARIANT)$")
+      if (arg MATCHES "^(KERNELS|VARIANT|STREAMING)$")
         _hpipe_check_variant("${variant}" "${usage}")
         set(variant "")
       endif ()
@@ -51,9 +55,12 @@ function(hpipe_add_family family)
       set(keyword "OF ${arg}")  # OF names one kernel
     elseif (keyword STREQUAL "TYPES" AND arg MATCHES "^f(32|64)$")
       set_property(GLOBAL APPEND PROPERTY HPIPE_KERNEL_TYPES_${variant} ${arg})
+    elseif (keyword STREQUAL "STREAMING" AND arg MATCHES "^([a-z0-9_]+):([A-Za-z0-9_]+)$"
+            AND CMAKE_MATCH_1 IN_LIST kernels)
+      set_property(GLOBAL APPEND PROPERTY HPIPE_KERNEL_STREAMING_${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
     else ()
       message(FATAL_ERROR "${usage}: unexpected '${arg}' after ${keyword} (OF names one of the family's "
-                          "KERNELS, TYPES are f32 or f64)")
+                          "KERNELS, TYPES are f32 or f64, STREAMING names <kernel>:<output> of the family)")
     endif ()
   endforeach ()
   _hpipe_check_variant("${variant}" "${usage}")
@@ -90,7 +97,8 @@ function(hpipe_add_family_kernels)
     foreach (kernel IN LISTS kernels)
       get_property(types GLOBAL PROPERTY HPIPE_KERNEL_TYPES_${kernel})
       get_property(knobs_of GLOBAL PROPERTY HPIPE_KERNEL_KNOBS_OF_${kernel})
-      hpipe_add_kernel(${kernel} TYPES ${types} KNOBS_OF ${knobs_of})
+      get_property(streaming GLOBAL PROPERTY HPIPE_KERNEL_STREAMING_${kernel})
+      hpipe_add_kernel(${kernel} TYPES ${types} KNOBS_OF ${knobs_of} STREAMING ${streaming})
     endforeach ()
   endforeach ()
 endfunction()

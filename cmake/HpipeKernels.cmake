@@ -72,10 +72,64 @@ function(hpipe_add_generators)
   install(TARGETS hpipe_halide_runtime EXPORT hpipeTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endfunction()
 
-# hpipe_add_kernel(<name> TYPES <f32|f64>... KNOBS_OF <name>)
+# LLVM's code generator, to compile the streaming libraries' IR (package llvm-14, which Halide 14's
+# -dev package depends on), and the Python that marks their stores.
+find_program(HPIPE_LLC NAMES llc-14 llc PATHS /usr/lib/llvm-14/bin NO_DEFAULT_PATH)
+find_program(HPIPE_LLC NAMES llc-14 llc)
+find_program(HPIPE_BUILD_PYTHON NAMES python3 REQUIRED)
+
+# hpipe_<lib> from the generator <generator> with streaming stores into <outputs> (the kernel's
+# output buffers): the generator writes its LLVM IR per CPU target beside its objects, and
+# cmake/streaming_stores.py compiles each target's IR again with those stores marked. The
+# multitarget wrapper object dispatches among them as in the plain library. The runtime calls it
+# for outputs larger than the caches (runtime/src/call.cpp).
+function(_hpipe_add_streaming_library lib generator params)
+  if (NOT HPIPE_LLC)
+    message(FATAL_ERROR "${lib}: LLVM 14's llc not found (Debian package llvm-14)")
+  endif ()
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/${lib}")
+  set(script "${PROJECT_SOURCE_DIR}/cmake/streaming_stores.py")
+  set(buffers "")
+  foreach (output IN LISTS ARGN)
+    list(APPEND buffers --buffer ${output})
+  endforeach ()
+  # Halide names the files of a multitarget library by target, beside a wrapper object; those of a
+  # single target by the library alone.
+  set(targets "")
+  set(objects "")
+  set(recompile "")
+  list(LENGTH HPIPE_CPU_TARGETS count)
+  foreach (target IN LISTS HPIPE_CPU_TARGETS)
+    set(base "${dir}/${lib}")
+    if (count GREATER 1)
+      set(base "${base}-${target}-no_runtime")
+    endif ()
+    list(APPEND targets "${target}-no_runtime")
+    list(APPEND objects "${base}.o")
+    list(APPEND recompile COMMAND "${HPIPE_BUILD_PYTHON}" "${script}" --llc "${HPIPE_LLC}" ${buffers} "${base}.ll"
+                                  "${base}.o")
+  endforeach ()
+  list(JOIN targets "," targets)
+  if (count GREATER 1)
+    list(APPEND objects "${dir}/${lib}_wrapper.o")
+  endif ()
+  add_custom_command(OUTPUT ${objects} "${dir}/${lib}.h"
+    COMMAND hpipe_generators -n ${lib} -d 0 -g ${generator} -f ${lib} -e c_header,object,llvm_assembly -o "${dir}"
+            "target=${targets}" ${params} streaming_output=true
+    ${recompile}
+    DEPENDS hpipe_generators "${script}" VERBATIM)
+  add_library(${lib} STATIC ${objects})
+  set_target_properties(${lib} PROPERTIES LINKER_LANGUAGE CXX)
+  target_include_directories(${lib} INTERFACE $<BUILD_INTERFACE:${dir}>)
+  target_link_libraries(${lib} INTERFACE hpipe_halide_runtime)
+endfunction()
+
+# hpipe_add_kernel(<name> TYPES <f32|f64>... KNOBS_OF <name> [STREAMING <output>...])
 # KNOBS_OF: the kernel whose knobs schedule this one (itself, or the kernel it is a variant of).
+# STREAMING: its outputs that a second CPU library, hpipe_<name>_<type>_cpu_streaming, writes with
+# streaming stores.
 function(hpipe_add_kernel NAME)
-  cmake_parse_arguments(ARG "" "KNOBS_OF" "TYPES" ${ARGN})
+  cmake_parse_arguments(ARG "" "KNOBS_OF" "TYPES;STREAMING" ${ARGN})
   if (NOT ARG_KNOBS_OF OR NOT ARG_TYPES)
     message(FATAL_ERROR "hpipe_add_kernel(${NAME}): TYPES and KNOBS_OF are required")
   endif ()
@@ -107,8 +161,13 @@ function(hpipe_add_kernel NAME)
         TARGETS ${targets}
         USE_RUNTIME hpipe_halide_runtime
         PARAMS ${params})
-      install(TARGETS ${lib} EXPORT hpipeTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-      set_property(GLOBAL APPEND PROPERTY HPIPE_KERNEL_LIBRARIES ${lib})
+      set(libs ${lib})
+      if (backend STREQUAL "cpu" AND ARG_STREAMING)
+        _hpipe_add_streaming_library(${lib}_streaming ${NAME}_${type} "${params}" ${ARG_STREAMING})
+        list(APPEND libs ${lib}_streaming)
+      endif ()
+      install(TARGETS ${libs} EXPORT hpipeTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+      set_property(GLOBAL APPEND PROPERTY HPIPE_KERNEL_LIBRARIES ${libs})
     endforeach ()
   endforeach ()
 endfunction()

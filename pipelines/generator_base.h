@@ -18,6 +18,10 @@ template <class Self, class Knobs>
 class FamilyGenerator : public Halide::Generator<Self> {
  public:
   Halide::GeneratorParam<std::string> knobs{"knobs", ""};
+  // Set by the build for a kernel's streaming library (cmake/streaming_stores.py): the generator
+  // then declares its streamed outputs 64-byte aligned (the runtime calls that library only with
+  // such outputs), so that Halide proves their vector stores aligned and they can be marked.
+  Halide::GeneratorParam<bool> streaming_output{"streaming_output", false};
 
  protected:
   // Applies the family's CUDA schedule when the target has CUDA, its CPU schedule otherwise, and

@@ -26,11 +26,14 @@ namespace hpipe::detail {
 
 enum class Backend { cpu, cuda };
 
-// A kernel built for the CPU and, when HPIPE_CUDA is on, for CUDA (else `cuda` is null).
+// A kernel built for the CPU and, when HPIPE_CUDA is on, for CUDA (else `cuda` is null); some also
+// for the CPU with streaming stores into their outputs (`cpu_streaming`, else null), which Call
+// runs for outputs larger than the caches.
 template <class Fn>
 struct Kernel {
   Fn cpu;
   Fn cuda;
+  Fn cpu_streaming = nullptr;
 };
 
 // What Halide receives as user_context: where errors are collected, and the CUDA stream.
@@ -132,7 +135,9 @@ class Call {
   template <class Fn, class... Args>
   void run(const Kernel<Fn> &kernel, Args... args) {
     prepare();
-    Fn fn = backend_ == Backend::cuda ? kernel.cuda : kernel.cpu;
+    Fn fn = backend_ == Backend::cuda                           ? kernel.cuda
+            : kernel.cpu_streaming && outputs_worth_streaming() ? kernel.cpu_streaming
+                                                                : kernel.cpu;
     const int status = fn(&context_, resolve(args)...);
     finish(status);
   }
@@ -171,6 +176,10 @@ class Call {
           const std::int64_t *strides, Memory memory);
   void select_backend();
   void prepare();
+  // Whether the outputs, all in host memory, written in place and 64-byte aligned (what a
+  // streaming kernel requires), together exceed the last-level cache: plain stores first read each
+  // line they write, streaming stores do not, but they leave nothing in the caches for the next op.
+  bool outputs_worth_streaming() const;
   void finish(int status);
   halide_buffer_t *resolve(Arg a);
   template <class V>

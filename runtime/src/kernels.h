@@ -13,3 +13,8 @@
 // Kernel{hpipe_<op>_<type>_cpu, hpipe_<op>_<type>_cuda}
 #define HPIPE_KERNEL(name) \
   ::hpipe::detail::Kernel<decltype(&name##_cpu)> { HPIPE_KERNEL_CPU(name), HPIPE_KERNEL_CUDA(name) }
+// The same and hpipe_<op>_<type>_cpu_streaming, for a kernel its family lists as STREAMING.
+#define HPIPE_STREAMING_KERNEL(name)                                       \
+  ::hpipe::detail::Kernel<decltype(&name##_cpu)> {                         \
+    HPIPE_KERNEL_CPU(name), HPIPE_KERNEL_CUDA(name), &name##_cpu_streaming \
+  }

@@ -28,9 +28,9 @@ struct MathKernels;
 #define HPIPE_MATH_KERNELS(T, suffix, partial)                                     \
   template <>                                                                      \
   struct MathKernels<T> {                                                          \
-    static constexpr auto exp = HPIPE_KERNEL(hpipe_math_exp_##suffix);             \
-    static constexpr auto log = HPIPE_KERNEL(hpipe_math_log_##suffix);             \
-    static constexpr auto erf = HPIPE_KERNEL(hpipe_math_erf_##suffix);             \
+    static constexpr auto exp = HPIPE_STREAMING_KERNEL(hpipe_math_exp_##suffix);   \
+    static constexpr auto log = HPIPE_STREAMING_KERNEL(hpipe_math_log_##suffix);   \
+    static constexpr auto erf = HPIPE_STREAMING_KERNEL(hpipe_math_erf_##suffix);   \
     static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix); \
     static constexpr auto logsumexp_partial = HPIPE_KERNEL(partial);               \
   };
