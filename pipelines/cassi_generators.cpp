@@ -99,6 +99,7 @@ class CassiGenerator : public FamilyGenerator<CassiGenerator<T, Op>, sched::Cass
     if constexpr (kHasInput) data = in;
     const auto op = Op::algorithm(data, args.mask, args.geometry(), this->get_target());
     out = op.*Op::output;
+    this->template align_streamed_output<T>(out);
     const CassiEstimates e;
     if constexpr (kHasInput) in.set_estimates((e.*Op::in.estimate)());
     args.set_estimates(e);

@@ -19,13 +19,24 @@ class FamilyGenerator : public Halide::Generator<Self> {
  public:
   Halide::GeneratorParam<std::string> knobs{"knobs", ""};
   // Set by the build for a kernel's streaming library (cmake/streaming_stores.py): the generator
-  // then declares its streamed outputs 64-byte aligned (the runtime calls that library only with
-  // such outputs), so that Halide proves their vector stores aligned and they can be marked.
+  // then declares its streamed outputs 64-byte aligned (align_streamed_output).
   Halide::GeneratorParam<bool> streaming_output{"streaming_output", false};
 
  protected:
   // Applies the family's CUDA schedule when the target has CUDA, its CPU schedule otherwise, and
   // the lowering passes the schedule asks for. Call it once the outputs are defined.
+  // For the streaming library: `out`'s host pointer and its strides past the innermost 64-byte
+  // aligned, so that Halide proves the stores of whole vectors aligned and the build can mark
+  // them; Call runs that library only with such outputs.
+  template <class T, class Output>
+  void align_streamed_output(Output &out) {
+    if (!streaming_output) return;
+    out.set_host_alignment(64);
+    const int lanes = 64 / int(sizeof(T));
+    out.dim(0).set_min(0);
+    for (int d = 1; d < out.dimensions(); d++) out.dim(d).set_stride(out.dim(d).stride() / lanes * lanes);
+  }
+
   template <class Op>
   void schedule_with_knobs(const Op &op) {
     try {

@@ -25,7 +25,7 @@ class ElementwiseGenerator : public FamilyGenerator<ElementwiseGenerator<T, Fn>,
   void generate() {
     auto op = alg::elementwise(x, Fn);
     y = op.y;
-    if (this->streaming_output) y.set_host_alignment(64);
+    this->template align_streamed_output<T>(y);
     const MathEstimates e;
     x.set_estimates(e.flat());
     y.set_estimates(e.flat());

@@ -38,6 +38,10 @@ const std::vector<CassiProblem> kProblems = {
     {1, 9, 3, 10, -3},                // no group interior: W < (group - 1) |S|
     // Steps 1 and 2 have code of their own (schedules/cassi_cpu.cpp): S = 2 above, S = 1 here.
     {2, 10, 5, 33, 1},
+    // Rows of whole 64-byte lines, which the cube outputs' streaming libraries can write (the
+    // suite's run with HPIPE_STREAMING_BYTES=0 streams them).
+    {2, 6, 5, 32, 2},
+    {1, 5, 4, 48, -1, true, true},
 };
 
 std::string describe(const CassiProblem &p) {

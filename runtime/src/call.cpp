@@ -250,8 +250,9 @@ std::int64_t last_level_cache_bytes() {
 
 // Output bytes from which kernels stream their outputs: HPIPE_STREAMING_BYTES at start-up (0: every
 // aligned output, as the tests run them), else the last-level cache's size (32 MiB where the
-// system does not say). On the Zen 5 VM (32 MiB L3), 2026-11-27: exp float32 of 10^8 1.1-1.3x
-// faster streamed, a 7.3 MB CASSI cube left in L3 2x slower (docs/performance-notes.md).
+// system does not say). On the Zen 5 VM (32 MiB L3), 2026-11-27: exp float32 of 10^8 and the W4
+// cube outputs about 1.3x faster streamed, a 7.3 MB cube left in L3 2x slower
+// (docs/performance-notes.md).
 std::int64_t streaming_threshold_bytes() {
   static const std::int64_t bytes = [] {
     if (const char *env = std::getenv("HPIPE_STREAMING_BYTES")) {
@@ -272,6 +273,8 @@ bool Call::outputs_worth_streaming() const {
   for (const auto &b : buffers_) {
     if (!b.is_output) continue;
     if (b.memory != Memory::host || b.dense.data() || reinterpret_cast<std::uintptr_t>(b.data) % 64 != 0) return false;
+    for (int d = 1; d < b.rank; d++)
+      if (b.dims[d].stride * std::int64_t(b.type.bytes()) % 64 != 0) return false;
     bytes += b.caller.size_in_bytes();
   }
   return bytes > 0 && bytes >= streaming_threshold_bytes();

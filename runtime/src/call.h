@@ -176,9 +176,10 @@ class Call {
           const std::int64_t *strides, Memory memory);
   void select_backend();
   void prepare();
-  // Whether the outputs, all in host memory, written in place and 64-byte aligned (what a
-  // streaming kernel requires), together exceed the last-level cache: plain stores first read each
-  // line they write, streaming stores do not, but they leave nothing in the caches for the next op.
+  // Whether the outputs, all in host memory, written in place, their pointers and outer strides
+  // 64-byte aligned (what a streaming kernel requires), together exceed the last-level cache: plain
+  // stores first read each line they write, streaming stores do not, but they leave nothing in the
+  // caches for the next op.
   bool outputs_worth_streaming() const;
   void finish(int status);
   halide_buffer_t *resolve(Arg a);

@@ -25,16 +25,16 @@ namespace {
 template <class T>
 struct CassiKernels;
 
-#define HPIPE_CASSI_KERNELS(T, suffix)                                                \
-  template <>                                                                         \
-  struct CassiKernels<T> {                                                            \
-    static constexpr auto forward = HPIPE_KERNEL(hpipe_cassi_forward_##suffix);       \
-    static constexpr auto adjoint = HPIPE_KERNEL(hpipe_cassi_adjoint_##suffix);       \
-    static constexpr auto phi = HPIPE_KERNEL(hpipe_cassi_phi_##suffix);               \
-    static constexpr auto pinv = HPIPE_KERNEL(hpipe_cassi_pinv_##suffix);             \
-    static constexpr auto pinv_alpha = HPIPE_KERNEL(hpipe_cassi_pinv_alpha_##suffix); \
-    static constexpr auto shift = HPIPE_KERNEL(hpipe_cassi_shift_##suffix);           \
-    static constexpr auto shift_back = HPIPE_KERNEL(hpipe_cassi_shift_back_##suffix); \
+#define HPIPE_CASSI_KERNELS(T, suffix)                                                          \
+  template <>                                                                                   \
+  struct CassiKernels<T> {                                                                      \
+    static constexpr auto forward = HPIPE_KERNEL(hpipe_cassi_forward_##suffix);                 \
+    static constexpr auto adjoint = HPIPE_STREAMING_KERNEL(hpipe_cassi_adjoint_##suffix);       \
+    static constexpr auto phi = HPIPE_KERNEL(hpipe_cassi_phi_##suffix);                         \
+    static constexpr auto pinv = HPIPE_STREAMING_KERNEL(hpipe_cassi_pinv_##suffix);             \
+    static constexpr auto pinv_alpha = HPIPE_STREAMING_KERNEL(hpipe_cassi_pinv_alpha_##suffix); \
+    static constexpr auto shift = HPIPE_KERNEL(hpipe_cassi_shift_##suffix);                     \
+    static constexpr auto shift_back = HPIPE_KERNEL(hpipe_cassi_shift_back_##suffix);           \
   };
 HPIPE_CASSI_KERNELS(float, f32)
 HPIPE_CASSI_KERNELS(double, f64)
