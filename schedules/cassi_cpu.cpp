@@ -1,8 +1,8 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 3.12 ms (85% of BM_stream_read), Aᵀ 3.67 ms, A⁺ 3.16 ms, column-count inverse 3.82 ms (77 /
-// 90 / 74% of BM_stream_copy, 102 / 119 / 98% of BM_stream_write, the limit of plain stores);
-// 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB L2, VM), make bench median of 5, 2026-11-27 (tenth session).
+// W4 A 3.29 ms (83% of BM_stream_read), Aᵀ 2.76 ms, A⁺ 2.89 ms, column-count inverse 2.97 ms (102 /
+// 97 / 95% of BM_stream_copy: their streaming libraries); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB
+// L2, VM), make bench median of 5, 2026-11-27 (tenth session).
 #include <algorithm>
 
 #include "schedules/cassi.h"
