@@ -5,6 +5,8 @@
 # (pipelines/<family>_generators.cpp). For each type it produces
 #   hpipe_<NAME>_<type>_cpu   x86-64 multitarget: AVX-512 (Skylake), AVX2+FMA, SSE4.1 (baseline, last)
 #   hpipe_<NAME>_<type>_cuda  CUDA, sm_80 PTX (the driver JITs it for newer GPUs); only with HPIPE_CUDA
+#   hpipe_<NAME>_<type>_cpu_streaming  the CPU library again, writing its STREAMING outputs with
+#                             streaming stores; only for kernels whose family line lists them
 # Each is a static library whose C function has the same name as the library. All kernels share one
 # Halide runtime (hpipe_halide_runtime) so a program links CPU and CUDA kernels side by side.
 #
