@@ -75,10 +75,10 @@ function(hpipe_add_generators)
 endfunction()
 
 # LLVM's code generator, to compile the streaming libraries' IR (package llvm-14, which Halide 14's
-# -dev package depends on), and the Python that marks their stores.
+# -dev package depends on). The script that marks their stores runs with the project's Python
+# (Python3_EXECUTABLE, top-level CMakeLists.txt).
 find_program(HPIPE_LLC NAMES llc-14 llc PATHS /usr/lib/llvm-14/bin NO_DEFAULT_PATH)
 find_program(HPIPE_LLC NAMES llc-14 llc)
-find_program(HPIPE_BUILD_PYTHON NAMES python3 REQUIRED)
 
 # hpipe_<lib> from the generator <generator> with streaming stores into <outputs> (the kernel's
 # output buffers): the generator writes its LLVM IR per CPU target beside its objects, and
@@ -88,6 +88,9 @@ find_program(HPIPE_BUILD_PYTHON NAMES python3 REQUIRED)
 function(_hpipe_add_streaming_library lib generator params)
   if (NOT HPIPE_LLC)
     message(FATAL_ERROR "${lib}: LLVM 14's llc not found (Debian package llvm-14)")
+  endif ()
+  if (NOT Python3_Interpreter_FOUND)
+    message(FATAL_ERROR "${lib}: no Python 3 interpreter for cmake/streaming_stores.py (package python3)")
   endif ()
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/${lib}")
   set(script "${PROJECT_SOURCE_DIR}/cmake/streaming_stores.py")
@@ -108,7 +111,7 @@ function(_hpipe_add_streaming_library lib generator params)
     endif ()
     list(APPEND targets "${target}-no_runtime")
     list(APPEND objects "${base}.o")
-    list(APPEND recompile COMMAND "${HPIPE_BUILD_PYTHON}" "${script}" --llc "${HPIPE_LLC}" ${buffers} "${base}.ll"
+    list(APPEND recompile COMMAND "${Python3_EXECUTABLE}" "${script}" --llc "${HPIPE_LLC}" ${buffers} "${base}.ll"
                                   "${base}.o")
   endforeach ()
   list(JOIN targets "," targets)

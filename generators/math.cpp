@@ -184,20 +184,17 @@ Expr exp_nonpositive(const Expr &d) {
 // exp(-d) in double for d >= 0, to 2^-49 relative: the factor that float32 logsumexp's fold rescales
 // its double sums by, whose error only has to vanish beside float32's over as many folds as a column
 // has chunks. Cheaper than exp_double (the fold took a sixth of W2 axis 0's time with it): a shorter
-// polynomial, no exact 1 + r, no special values, one 2^k. d is clamped to 708, where 2^k is still
-// normal and the factor, below 2^-1021, is nothing beside the sum of at least 1 it is added to.
+// polynomial by Estrin's scheme (once per chunk its latency is not hidden), no exact 1 + r, no
+// special values, one 2^k. d is clamped to 708, where 2^k is still normal and the factor, below
+// 2^-1021, is nothing beside the sum of at least 1 it is added to.
 Expr exp_neg_for_fold(const Expr &d) {
   const Format &f = kDouble;
-  Expr dc = min(d, f.c(708.0));
-  Expr shifter = f.c(std::ldexp(1.5, f.mantissa));
-  // The exact steps each explicitly strict: Halide 14's CSE hoists a subexpression used several times
-  // (r, in Estrin's scheme) into a let outside the strict_float() around its uses, and LLVM then
-  // reassociates it (results 20% off, found in JIT).
-  Expr shifted = strict_float(dc * f.c(-kInvLn2) + shifter);  // its low bits are k
-  Expr kd = strict_float(shifted - shifter);
-  Expr r = strict_float((Expr(0.0) - dc - kd * f.c(f.ln2_hi)) - kd * f.c(f.ln2_lo));
+  ExpReduction e(max(Expr(0.0) - d, f.c(-708.0)), f);
+  // r explicitly strict: Halide 14's CSE hoists a subexpression used several times (r, in Estrin's
+  // scheme) into a let outside the strict_float() around its uses, where LLVM reassociates it.
+  Expr r = strict_float(e.r_hi + e.r_lo);
   Expr p = f.c(1.0) + r + r * r * estrin(r, list(coefficients::f64::exp_tail_fold));
-  return strict_float(p * f.pow2(f.bits(shifted) - f.bits(shifter)));
+  return strict_float(p * f.pow2(e.k));
 }
 
 Split exp_double() { return exp_split(kDouble, f64_coefficients().exp_tail); }

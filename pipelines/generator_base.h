@@ -23,8 +23,6 @@ class FamilyGenerator : public Halide::Generator<Self> {
   Halide::GeneratorParam<bool> streaming_output{"streaming_output", false};
 
  protected:
-  // Applies the family's CUDA schedule when the target has CUDA, its CPU schedule otherwise, and
-  // the lowering passes the schedule asks for. Call it once the outputs are defined.
   // For the streaming library: `out`'s host pointer and its strides past the innermost 64-byte
   // aligned, so that Halide proves the stores of whole vectors aligned and the build can mark
   // them; Call runs that library only with such outputs.
@@ -37,6 +35,8 @@ class FamilyGenerator : public Halide::Generator<Self> {
     for (int d = 1; d < out.dimensions(); d++) out.dim(d).set_stride(out.dim(d).stride() / lanes * lanes);
   }
 
+  // Applies the family's CUDA schedule when the target has CUDA, its CPU schedule otherwise, and
+  // the lowering passes the schedule asks for. Call it once the outputs are defined.
   template <class Op>
   void schedule_with_knobs(const Op &op) {
     try {
