@@ -51,10 +51,11 @@ struct CassiCudaKnobs {
   // Batch items a thread handles, unrolled: they share the mask's loads (and Phi's) and the index
   // arithmetic.
   int items_per_thread = 4;
-  // A+ and the column-count inverse: 1 divides the measurement (y / Phi, y / alpha) once per
-  // measurement pixel in a kernel of its own, so that the cube kernel only multiplies, as A^T's
-  // does; 0 divides per cube element (those cube kernels were bound by the SMs under ncu).
-  int divide_once = 0;
+  // Where A+ and the column-count inverse divide the measurement (y / Phi, y / alpha): 0 per cube
+  // element (those cube kernels were bound by the SMs under ncu), 1 once per measurement pixel in a
+  // kernel of its own, 2 once per pixel of the region a block reads, in its shared memory; with 1
+  // and 2 the cube kernel only multiplies, as A^T's does.
+  int divide_measurement = 0;
   // The defaults: the least total time of A, A^T, A+ and the column-count inverse at W4 over the
   // 160 variants of hpipe-tune's bundle on an H100, 2026-11-25; A and the inverse have their own
   // (OpKnobDefaults below; docs/performance-notes.md).
@@ -65,11 +66,11 @@ struct CassiCudaKnobs {
     f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
     f("bands_per_thread", bands_per_thread, Candidates{1, 2, 4, 7, 8});
     f("items_per_thread", items_per_thread, Candidates{1, 2, 4});
-    f("divide_once", divide_once, Candidates{0, 1});
+    f("divide_measurement", divide_measurement, Candidates{0, 1, 2});
   }
   bool valid() const {
     return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1 &&
-           items_per_thread >= 1 && (divide_once | 1) == 1;
+           items_per_thread >= 1 && divide_measurement >= 0 && divide_measurement <= 2;
   }
 };
 
@@ -115,26 +116,26 @@ template <>
 struct OpKnobDefaults<CassiCudaKnobs, alg::CassiPinvAlpha> {
   static CassiCudaKnobs get() {
     CassiCudaKnobs k;
-    k.block_w = 64, k.bands_per_thread = 4, k.divide_once = 1;
+    k.block_w = 64, k.bands_per_thread = 4, k.divide_measurement = 1;
     return k;
   }
 };
-// divide_once: only A+ and the column-count inverse divide the measurement.
+// divide_measurement: only A+ and the column-count inverse divide the measurement.
 template <>
 struct UnusedKnobs<CassiCudaKnobs, alg::CassiForward> {
-  static constexpr const char *names = "divide_once";
+  static constexpr const char *names = "divide_measurement";
 };
 template <>
 struct UnusedKnobs<CassiCudaKnobs, alg::CassiAdjoint> {
-  static constexpr const char *names = "divide_once";
+  static constexpr const char *names = "divide_measurement";
 };
 template <>
 struct UnusedKnobs<CassiCudaKnobs, alg::CassiPhi> {
-  static constexpr const char *names = "divide_once";
+  static constexpr const char *names = "divide_measurement";
 };
 template <>
 struct UnusedKnobs<CassiCudaKnobs, alg::CassiShift> {
-  static constexpr const char *names = "divide_once";
+  static constexpr const char *names = "divide_measurement";
 };
 
 void schedule_cpu(alg::CassiForward op, const Halide::Target &t, const CassiCpuKnobs &k);

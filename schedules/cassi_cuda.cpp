@@ -45,8 +45,8 @@ void schedule_band_sum(Func out, alg::BandSum s, const CassiCudaKnobs &k) {
 }
 
 // A cube output f(w, h, c, b): each thread writes bands_per_thread bands of items_per_thread items
-// of its pixel, unrolled.
-void schedule_cube(Func f, const Expr &axis, const CassiCudaKnobs &k) {
+// of its pixel, unrolled. Returns the innermost loop over blocks.
+Var schedule_cube(Func f, const Expr &axis, const CassiCudaKnobs &k) {
   const Var w = arg(f, 0), h = arg(f, 1), c = arg(f, 2), b = arg(f, 3);
   Var wo("wo"), ho("ho"), wi("wi"), hi("hi"), co("co"), ci("ci"), bo("bo"), bi("bi"), blocks("blocks");
   f.split(c, co, ci, k.bands_per_thread, TailStrategy::GuardWithIf)
@@ -58,13 +58,32 @@ void schedule_cube(Func f, const Expr &axis, const CassiCudaKnobs &k) {
       .fuse(co, bo, blocks)
       .gpu_blocks(blocks);
   specialize_on_axis(f, axis);
+  return wo;
 }
 
-// The measurement divided once per pixel (divide_once): a kernel of its own over (w', h'), the batch
-// in the blocks' third dimension.
-void schedule_divided_measurement(Func normalized, const CassiCudaKnobs &k) {
-  normalized.compute_root();
-  gpu_tile_image(normalized, k.block_w, k.block_h);
+// The cube kernel of A+ or of the column-count inverse, with the measurement divided where
+// divide_measurement says: per cube element (normalized inline), in a kernel of its own over
+// (w', h') with the batch in the blocks' third dimension, or per block: the measurement pixels a
+// block's cube tile reads, divided into its shared memory by its threads, block_w x block_h at a
+// time (the tile's bands_per_thread bands read (bands_per_thread - 1) |S| more along the axis).
+void schedule_divided_cube(Func x, Func normalized, const Expr &axis, const CassiCudaKnobs &k) {
+  if (k.divide_measurement == 1) {
+    normalized.compute_root();
+    gpu_tile_image(normalized, k.block_w, k.block_h);
+  }
+  const Var block = schedule_cube(x, axis, k);
+  if (k.divide_measurement == 2) {
+    const Var w = arg(normalized, 0), h = arg(normalized, 1);
+    Var wo("normalized_wo"), ho("normalized_ho"), wi("normalized_wi"), hi("normalized_hi");
+    normalized.compute_at(x, block).split(w, wo, wi, k.block_w, TailStrategy::GuardWithIf);
+    if (k.block_h == 1) {
+      // A split by 1 made Halide 14's bounds of the measurement twice its height (the call failed
+      // its bounds check); the rows are a serial loop.
+      normalized.gpu_threads(wi);
+    } else {
+      normalized.split(h, ho, hi, k.block_h, TailStrategy::GuardWithIf).reorder(wi, hi, wo, ho).gpu_threads(wi, hi);
+    }
+  }
 }
 
 }  // namespace
@@ -80,21 +99,17 @@ void schedule_cuda(alg::CassiAdjoint op, const Target &, const CassiCudaKnobs &k
 void schedule_cuda(alg::CassiPinv op, const Target &t, const CassiCudaKnobs &k) {
   schedule_cuda(op.phi, t, k);
   op.phi.phi.compute_root();
-  if (k.divide_once) schedule_divided_measurement(op.normalized, k);  // else y / Phi per cube element
-  schedule_cube(op.x, op.phi.sum.axis, k);
+  schedule_divided_cube(op.x, op.normalized, op.phi.sum.axis, k);
 }
 
 void schedule_cuda(alg::CassiPinvAlpha op, const Target &, const CassiCudaKnobs &k) {
-  if (k.divide_once) {
-    // y / alpha once per measurement pixel, alpha's two integer divisions by the step inline there.
-    schedule_divided_measurement(op.normalized, k);
-  } else {
+  if (k.divide_measurement == 0) {
     // alpha once per column, in its own small kernel: inline, each cube element paid its two integer
-    // divisions by the step.
+    // divisions by the step. Where the measurement is divided once, alpha is inline there.
     Var along = arg(op.alpha, 0), block("block"), thread("thread");
     op.alpha.compute_root().gpu_tile(along, block, thread, k.block_w * k.block_h, TailStrategy::GuardWithIf);
   }
-  schedule_cube(op.x, op.axis, k);
+  schedule_divided_cube(op.x, op.normalized, op.axis, k);
 }
 
 void schedule_cuda(alg::CassiShift op, const Target &, const CassiCudaKnobs &k) { schedule_cube(op.out, op.axis, k); }
