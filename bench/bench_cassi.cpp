@@ -19,39 +19,39 @@ struct CassiBench {
   }
 };
 
-template <Device D>
+template <Device D, Wait W = Wait::each_call>
 void BM_cassi_forward(benchmark::State &state) {
   CassiBench b(state);
   Array<float, 3> y(b.y.shape());
   const auto x = place_input(b.x, D);
   const auto mask = place_input(b.mask, D);
   const auto out = place_output(y, D);
-  time_calls<D>(state, [&] { cassi_forward(x.view(), mask.view(), b.d, out.view(), {D}); });
+  time_calls<D, W>(state, [&] { cassi_forward(x.view(), mask.view(), b.d, out.view(), {D}); });
   set_compulsory_bytes(state, bytes_of(b.x) + bytes_of(b.mask) + bytes_of(y));
 }
 
 // Measurement -> cube ops share one shape of benchmark.
-template <Device D, void (*Op)(View<const float, 3>, const Mask<float> &, Dispersion, View<float, 4>, const Options &)>
+template <Device D, Wait W, void (*Op)(View<const float, 3>, const Mask<float> &, Dispersion, View<float, 4>, const Options &)>
 void measurement_to_cube(benchmark::State &state) {
   CassiBench b(state);
   Array<float, 4> x(b.x.shape());
   const auto y = place_input(b.y, D);
   const auto mask = place_input(b.mask, D);
   const auto out = place_output(x, D);
-  time_calls<D>(state, [&] { Op(y.view(), mask.view(), b.d, out.view(), {D}); });
+  time_calls<D, W>(state, [&] { Op(y.view(), mask.view(), b.d, out.view(), {D}); });
   set_compulsory_bytes(state, bytes_of(b.y) + bytes_of(b.mask) + bytes_of(x));
 }
-template <Device D>
+template <Device D, Wait W = Wait::each_call>
 void BM_cassi_adjoint(benchmark::State &state) {
-  measurement_to_cube<D, cassi_adjoint>(state);
+  measurement_to_cube<D, W, cassi_adjoint>(state);
 }
-template <Device D>
+template <Device D, Wait W = Wait::each_call>
 void BM_cassi_pinv(benchmark::State &state) {
-  measurement_to_cube<D, cassi_pinv>(state);
+  measurement_to_cube<D, W, cassi_pinv>(state);
 }
-template <Device D>
+template <Device D, Wait W = Wait::each_call>
 void BM_cassi_pinv_alpha(benchmark::State &state) {
-  measurement_to_cube<D, cassi_pinv_alpha>(state);
+  measurement_to_cube<D, W, cassi_pinv_alpha>(state);
 }
 
 #define HPIPE_CASSI_BENCH(fn) \
@@ -60,6 +60,18 @@ HPIPE_CASSI_BENCH(BM_cassi_forward);
 HPIPE_CASSI_BENCH(BM_cassi_adjoint);
 HPIPE_CASSI_BENCH(BM_cassi_pinv);
 HPIPE_CASSI_BENCH(BM_cassi_pinv_alpha);
+
+// W4 on CUDA with calls queued (Wait::queued): a reconstruction loop's time per call.
+constexpr BenchmarkFunction BM_cuda_cassi_forward_queued = BM_cassi_forward<Device::cuda, Wait::queued>;
+constexpr BenchmarkFunction BM_cuda_cassi_adjoint_queued = BM_cassi_adjoint<Device::cuda, Wait::queued>;
+constexpr BenchmarkFunction BM_cuda_cassi_pinv_queued = BM_cassi_pinv<Device::cuda, Wait::queued>;
+constexpr BenchmarkFunction BM_cuda_cassi_pinv_alpha_queued = BM_cassi_pinv_alpha<Device::cuda, Wait::queued>;
+#define HPIPE_CASSI_QUEUED_BENCH(fn) \
+  HPIPE_CUDA_BENCHMARK(fn, ->Args({16, 28, 256, 256, 2})->UseManualTime()->Unit(benchmark::kMillisecond))
+HPIPE_CASSI_QUEUED_BENCH(BM_cuda_cassi_forward_queued);
+HPIPE_CASSI_QUEUED_BENCH(BM_cuda_cassi_adjoint_queued);
+HPIPE_CASSI_QUEUED_BENCH(BM_cuda_cassi_pinv_queued);
+HPIPE_CASSI_QUEUED_BENCH(BM_cuda_cassi_pinv_alpha_queued);
 
 }  // namespace
 }  // namespace hpipe::bench

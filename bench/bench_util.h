@@ -3,6 +3,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 
@@ -51,14 +52,29 @@ Placed<T, Rank> place_output(Array<T, Rank> &host, Device device) {
   return {host, device};
 }
 
-// Times `call` once per iteration. A call on CUDA memory returns once its kernels are queued
-// (hpipe/device.h): on CUDA each iteration also waits for them, so that its time is the call's
-// whole latency, kernels and launch, as bench/torch_peers.py times PyTorch's calls.
-template <Device D, class Call>
+// How a CUDA benchmark waits for its calls' kernels (a call on CUDA memory returns once they are
+// queued, hpipe/device.h). each_call: every call waited for, so that its time is the call's whole
+// latency, kernels and launch, as bench/torch_peers.py times PyTorch's calls. queued: kQueuedCalls
+// calls back to back, then one wait, as a reconstruction loop runs them: the time per call is then
+// the kernels' and the gaps between them (needs ->UseManualTime()).
+enum class Wait { each_call, queued };
+constexpr int kQueuedCalls = 10;
+
+// Times `call` once per iteration.
+template <Device D, Wait W = Wait::each_call, class Call>
 void time_calls(benchmark::State &state, Call call) {
   for (auto _ : state) {
-    call();
-    if constexpr (D == Device::cuda) test::synchronize_cuda();
+    if constexpr (W == Wait::queued) {
+      static_assert(D == Device::cuda, "only CUDA calls are queued");
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < kQueuedCalls; i++) call();
+      test::synchronize_cuda();
+      state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                             kQueuedCalls);
+    } else {
+      call();
+      if constexpr (D == Device::cuda) test::synchronize_cuda();
+    }
   }
 }
 
