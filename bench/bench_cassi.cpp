@@ -54,12 +54,38 @@ void BM_cassi_pinv_alpha(benchmark::State &state) {
   measurement_to_cube<D, W, cassi_pinv_alpha>(state);
 }
 
+// The shifts: the cube zero-padded into its sheared frame (MST / DAUHST's shift_3d) and cropped
+// back (shift_back_3d).
+template <Device D>
+void BM_cassi_shift(benchmark::State &state) {
+  CassiBench b(state);
+  const auto meas = cassi_measurement_shape(b.x.shape(), b.d);
+  Array<float, 4> shifted({b.x.shape()[0], b.x.shape()[1], meas[1], meas[2]});
+  const auto x = place_input(b.x, D);
+  const auto out = place_output(shifted, D);
+  time_calls<D>(state, [&] { cassi_shift(x.view(), b.d, out.view(), {D}); });
+  set_compulsory_bytes(state, bytes_of(b.x) + bytes_of(shifted));
+}
+template <Device D>
+void BM_cassi_shift_back(benchmark::State &state) {
+  CassiBench b(state);
+  const auto meas = cassi_measurement_shape(b.x.shape(), b.d);
+  const auto shifted = random_array<float, 4>({b.x.shape()[0], b.x.shape()[1], meas[1], meas[2]}, 4);
+  Array<float, 4> x(b.x.shape());
+  const auto in = place_input(shifted, D);
+  const auto out = place_output(x, D);
+  time_calls<D>(state, [&] { cassi_shift_back(in.view(), b.d, out.view(), {D}); });
+  set_compulsory_bytes(state, 2 * bytes_of(x));  // the crop read, the cube written
+}
+
 #define HPIPE_CASSI_BENCH(fn) \
   HPIPE_BENCHMARK(fn, ->Args({16, 28, 256, 256, 2})->Args({1, 28, 256, 256, 2})->UseRealTime()->Unit(benchmark::kMillisecond))
 HPIPE_CASSI_BENCH(BM_cassi_forward);
 HPIPE_CASSI_BENCH(BM_cassi_adjoint);
 HPIPE_CASSI_BENCH(BM_cassi_pinv);
 HPIPE_CASSI_BENCH(BM_cassi_pinv_alpha);
+HPIPE_CASSI_BENCH(BM_cassi_shift);
+HPIPE_CASSI_BENCH(BM_cassi_shift_back);
 
 // W4 on CUDA with calls queued (Wait::queued): a reconstruction loop's time per call.
 constexpr BenchmarkFunction BM_cuda_cassi_forward_queued = BM_cassi_forward<Device::cuda, Wait::queued>;
