@@ -9,7 +9,8 @@
 #   VARIANT    a kernel scheduled with the knobs of one of the KERNELS (a variant of it, tuned with
 #              it), built for the types listed after TYPES (default f32 f64)
 #   STREAMING  a kernel that also gets a CPU library writing that output with streaming stores,
-#              for outputs larger than the caches (cmake/HpipeKernels.cmake)
+#              for outputs larger than the caches (cmake/HpipeKernels.cmake); <output> is the name
+#              of the Func the generator returns as that output (its stores carry it in the IR)
 
 set_property(GLOBAL PROPERTY HPIPE_FAMILIES "")
 

@@ -135,6 +135,7 @@ class CassiShiftGenerator : public FamilyGenerator<CassiShiftGenerator<T, kBack>
                     in.dim(1).extent() - select(axis == 1, spread, 0), bands, step, axis};
     auto op = kBack ? alg::cassi_shift_back(in, g) : alg::cassi_shift(in, g);
     out = op.out;
+    this->template align_streamed_output<T>(out);
     const CassiEstimates e;
     in.set_estimates(kBack ? e.shifted_cube() : e.cube());
     out.set_estimates(kBack ? e.cube() : e.shifted_cube());

@@ -34,7 +34,7 @@ struct CassiKernels;
     static constexpr auto pinv = HPIPE_STREAMING_KERNEL(hpipe_cassi_pinv_##suffix);             \
     static constexpr auto pinv_alpha = HPIPE_STREAMING_KERNEL(hpipe_cassi_pinv_alpha_##suffix); \
     static constexpr auto shift = HPIPE_KERNEL(hpipe_cassi_shift_##suffix);                     \
-    static constexpr auto shift_back = HPIPE_KERNEL(hpipe_cassi_shift_back_##suffix);           \
+    static constexpr auto shift_back = HPIPE_STREAMING_KERNEL(hpipe_cassi_shift_back_##suffix); \
   };
 HPIPE_CASSI_KERNELS(float, f32)
 HPIPE_CASSI_KERNELS(double, f64)
