@@ -1,8 +1,9 @@
 // CPU-vector schedules of the CASSI family.
 //
-// W4 A 3.29 ms (83% of BM_stream_read), Aᵀ 2.76 ms, A⁺ 2.89 ms, column-count inverse 2.97 ms (102 /
-// 97 / 95% of BM_stream_copy: their streaming libraries); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB
-// L2, VM), make bench median of 5, 2026-11-27 (tenth session).
+// W4 A 3.28 ms (94% of BM_stream_read), Aᵀ 2.93 ms, A⁺ 2.99 ms, column-count inverse 3.06 ms (100 /
+// 98 / 96% of BM_stream_nt_write, their streaming libraries' limit), shift back 4.59 ms (96% of
+// BM_stream_nt_copy); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB L2, VM), make bench median of 5,
+// 2026-11-27 (eleventh session).
 #include <algorithm>
 
 #include "schedules/cassi.h"

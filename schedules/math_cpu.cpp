@@ -1,9 +1,9 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 15.6 / 15.4 / 15.2 ms (118 / 119 / 120% of BM_stream_copy: their
-// streaming libraries); logsumexp float32 10000 x 10000 axis 0: 12.9 ms (69% of BM_stream_read),
-// along rows 17.1 ms (52%); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench median of 5,
-// 2026-11-27 (tenth session).
+// exp / log / erf float32, 10^8: 16.9 / 17.0 / 15.7 ms (89 / 88 / 96% of BM_stream_nt_copy, their
+// streaming libraries' limit); logsumexp float32 10000 x 10000 axis 0: 13.5 ms (74% of
+// BM_stream_read), along rows 17.7 ms (56%); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench
+// median of 5, 2026-11-27 (eleventh session).
 #include <algorithm>
 
 #include "schedules/common.h"
