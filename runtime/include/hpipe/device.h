@@ -47,11 +47,11 @@ const char *to_string(Device device);
 // check results on another machine's path. Set it before the first call, or with the environment
 // variable HPIPE_CPU_LIMIT=avx2|sse41 at start-up.
 //
-// Some kernels (exp, log, erf, cassi_adjoint, cassi_pinv, cassi_pinv_alpha) have a second CPU
-// library that writes their outputs with streaming stores, which skip reading each line before
-// writing it but leave nothing in the caches: it runs when the outputs are in host memory, their
-// pointers and outer strides 64-byte aligned, and together larger than the last-level cache
-// (HPIPE_STREAMING_BYTES=<bytes> at start-up sets that threshold).
+// Some kernels (exp, log, erf, cassi_adjoint, cassi_pinv, cassi_pinv_alpha, cassi_shift_back) have
+// a second CPU library that writes their outputs with streaming stores, which skip reading each
+// line before writing it but leave nothing in the caches: it runs when the outputs are in host
+// memory, their pointers and outer strides 64-byte aligned, and together larger than the
+// last-level cache (HPIPE_STREAMING_BYTES=<bytes> at start-up sets that threshold).
 enum class CpuLimit { none, avx2, sse41 };
 void set_cpu_limit(CpuLimit limit);
 CpuLimit cpu_limit();
