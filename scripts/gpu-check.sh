@@ -8,13 +8,13 @@
 #                                     also in .gpu.tar.xz, a seventh of the size, to carry there (a
 #                                     bundle of 320 variants made .gpu/ 71 MB, .gpu.tar.xz 9.3 MB).
 #   scripts/gpu-check.sh run OUTDIR   there, in the source tree with .gpu/ (or .gpu.tar.xz) beside
-#                                     it: the CUDA tests, the BM_cuda benchmarks, the Python suite
-#                                     against an extension built there (g++, pybind11 and PyTorch
-#                                     needed), the PyTorch peers, Nsight Compute on the CASSI kernels
-#                                     where ncu is found, CASSI A under other register caps, and the
-#                                     bundle if packed (its records: OUTDIR/tune.jsonl, for
-#                                     `hpipe-tune import`). SKIP="ncu registers" leaves those steps
-#                                     out (names as in the logs).
+#                                     it: the CUDA tests, the bundle if packed (its records:
+#                                     OUTDIR/tune.jsonl, for `hpipe-tune import`), the BM_cuda
+#                                     benchmarks, the Python suite against an extension built there
+#                                     (g++, pybind11 and PyTorch needed), the PyTorch peers, Nsight
+#                                     Compute on the CASSI kernels where ncu is found, and CASSI A
+#                                     under other register caps. SKIP="ncu registers" leaves those
+#                                     steps out (names as in the logs).
 # Each step has a time limit and its own log in OUTDIR (at most 8 files); a failed step does not
 # stop the others, and the exit status says whether any failed. On an H100 host (16 cores,
 # 2026-11-27): tests 35 s, benchmarks 100-150 s, Python about 60 s, ncu 40 s; a bundle of 320
@@ -63,6 +63,11 @@ run)
   }
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   step cuda_tests 100 "$pack/hpipe_tests" --gtest_filter='*Cuda*:*cuda*'
+  # The bundle next: what it measures decides knobs, and a session's device time may end before
+  # the later steps.
+  if [ -x "$pack/bundle/hpipe-tune-bundle" ]; then
+    step tune 240 "$pack/bundle/hpipe-tune-bundle" --out "$out/tune.jsonl"
+  fi
   step bench 240 "$pack/hpipe_bench" --benchmark_filter=BM_cuda --benchmark_repetitions=3 \
     --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json
   # The extension built here against the install tree, then the Python suite with it.
@@ -114,9 +119,6 @@ run)
   }
   export -f registers
   step registers 90 bash -c registers
-  if [ -x "$pack/bundle/hpipe-tune-bundle" ]; then
-    step tune 240 "$pack/bundle/hpipe-tune-bundle" --out "$out/tune.jsonl"
-  fi
   [ ${#failed[@]} -eq 0 ] || { printf 'failed: %s\n' "${failed[@]}"; exit 1; }
   ;;
 *)
