@@ -146,6 +146,9 @@ def w4_cases(uniform, cpu):
     def crops(measurement):
         return torch.stack([measurement[:, :, i * s:i * s + w] for i in range(c)], dim=1)
 
+    def crops_of(cube):
+        return torch.stack([cube[:, i, :, i * s:i * s + w] for i in range(c)], dim=1)
+
     yield Case("W4 CASSI A", "BM_cassi_forward/16/28/256/256/2",
                lambda: hpipe.cassi_forward(x, mask, s, out=y_out), {"slice-adds": slice_adds}, repeats=5)
     yield Case("W4 CASSI A^T", "BM_cassi_adjoint/16/28/256/256/2",
@@ -157,6 +160,20 @@ def w4_cases(uniform, cpu):
                lambda: hpipe.cassi_pinv_alpha(y, mask, c, s, out=x_out),
                {"crops + cat": lambda: torch.cat([(y / alpha)[:, None, :, i * s:i * s + w] for i in range(c)], 1) / mask},
                repeats=5)
+    # MST / DAUHST's shift_3d and shift_back_3d, as their code does them: band by band.
+    shifted = torch.zeros(bsz, c, h, w + (c - 1) * s, device=x.device)
+
+    def slice_copies():
+        shifted.zero_()
+        for i in range(c):
+            shifted[:, i, :, i * s:i * s + w] = x[:, i]
+
+    yield Case("W4 shift", "BM_cassi_shift/16/28/256/256/2", lambda: hpipe.cassi_shift(x, s, out=shifted),
+               {"slice copies": slice_copies}, repeats=5)
+    shifted_in = uniform(bsz, c, h, w + (c - 1) * s)
+    yield Case("W4 shift back", "BM_cassi_shift_back/16/28/256/256/2",
+               lambda: hpipe.cassi_shift_back(shifted_in, s, out=x_out),
+               {"crops": lambda: crops_of(shifted_in)}, repeats=5)
 
 
 def w2_cases(uniform, cpu):
