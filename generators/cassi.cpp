@@ -147,6 +147,7 @@ CassiPinvAlpha cassi_pinv_alpha(Func y, Func mask, const CassiGeometry &g) {
   Expr lo = max(0, select(s == 0, 0, (along - extent + s) / max(s, 1)));
   CassiPinvAlpha op;
   op.axis = g.axis;
+  op.step = g.step;
   op.alpha = Func("alpha");
   op.alpha(along) = max(hi - lo + 1, 1);
   op.normalized = Func("normalized");

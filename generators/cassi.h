@@ -100,7 +100,7 @@ struct CassiPinvAlpha {
   Halide::Func normalized;    // y / alpha
   Halide::Func mask_inverse;  // 1 / m, and 0 where m == 0 (nothing was measured there)
   Halide::Func x;             // crop of normalized times mask_inverse
-  Halide::Expr axis;          // the geometry's axis, for schedules to specialize on
+  Halide::Expr axis, step;    // the geometry's axis and step, for schedules
 };
 CassiPinvAlpha cassi_pinv_alpha(Halide::Func y, Halide::Func mask, const CassiGeometry &g);
 

@@ -66,16 +66,24 @@ Var schedule_cube(Func f, const Expr &axis, const CassiCudaKnobs &k) {
 // (w', h') with the batch in the blocks' third dimension, or per block: the measurement pixels a
 // block's cube tile reads, divided into its shared memory by its threads, block_w x block_h at a
 // time (the tile's bands_per_thread bands read (bands_per_thread - 1) |S| more along the axis).
-void schedule_divided_cube(Func x, Func normalized, const Expr &axis, const CassiCudaKnobs &k) {
+void schedule_divided_cube(Func x, Func normalized, const Expr &axis, const Expr &step, const CassiCudaKnobs &k) {
   if (k.divide_measurement == 1) {
     normalized.compute_root();
     gpu_tile_image(normalized, k.block_w, k.block_h);
   }
   const Var block = schedule_cube(x, axis, k);
   if (k.divide_measurement == 2) {
-    const Var w = arg(normalized, 0), h = arg(normalized, 1);
+    const Var w = arg(normalized, 0), h = arg(normalized, 1), b = arg(normalized, 2);
     Var wo("normalized_wo"), ho("normalized_ho"), wi("normalized_wi"), hi("normalized_hi");
-    normalized.compute_at(x, block).split(w, wo, wi, k.block_w, TailStrategy::GuardWithIf);
+    // The region's size bounded by the knobs and S: the region of a tail block is smaller, so
+    // without a bound Halide 14 sized the shared memory by a loop over every block on the host
+    // before each launch (28,672 blocks at W4 with the family's knobs).
+    const Expr spread = (k.bands_per_thread - 1) * cast<int>(abs(step));
+    normalized.compute_at(x, block)
+        .bound_storage(w, k.block_w + select(axis == 0, spread, 0))
+        .bound_storage(h, k.block_h + select(axis == 1, spread, 0))
+        .bound_storage(b, k.items_per_thread)
+        .split(w, wo, wi, k.block_w, TailStrategy::GuardWithIf);
     if (k.block_h == 1) {
       // A split by 1 made Halide 14's bounds of the measurement twice its height (the call failed
       // its bounds check); the rows are a serial loop.
@@ -99,7 +107,7 @@ void schedule_cuda(alg::CassiAdjoint op, const Target &, const CassiCudaKnobs &k
 void schedule_cuda(alg::CassiPinv op, const Target &t, const CassiCudaKnobs &k) {
   schedule_cuda(op.phi, t, k);
   op.phi.phi.compute_root();
-  schedule_divided_cube(op.x, op.normalized, op.phi.sum.axis, k);
+  schedule_divided_cube(op.x, op.normalized, op.phi.sum.axis, op.phi.sum.step, k);
 }
 
 void schedule_cuda(alg::CassiPinvAlpha op, const Target &, const CassiCudaKnobs &k) {
@@ -109,7 +117,7 @@ void schedule_cuda(alg::CassiPinvAlpha op, const Target &, const CassiCudaKnobs 
     Var along = arg(op.alpha, 0), block("block"), thread("thread");
     op.alpha.compute_root().gpu_tile(along, block, thread, k.block_w * k.block_h, TailStrategy::GuardWithIf);
   }
-  schedule_divided_cube(op.x, op.normalized, op.axis, k);
+  schedule_divided_cube(op.x, op.normalized, op.axis, op.step, k);
 }
 
 void schedule_cuda(alg::CassiShift op, const Target &, const CassiCudaKnobs &k) { schedule_cube(op.out, op.axis, k); }
