@@ -27,24 +27,51 @@ void on_every_thread(std::size_t n, Body body) {
   for (auto &th : pool) th.join();
 }
 
-// STREAM "copy" (b[i] = a[i]) over arrays far larger than any cache, split across hpipe's worker
-// count of threads. Compulsory bytes: one read and one write per element.
-void BM_stream_copy(benchmark::State &state) {
+// Passes over arrays far larger than any cache, split across hpipe's worker count of threads: STREAM
+// "copy" (b[i] = a[i]) or a write (b[i] = v; v not a constant, so that the compiler cannot call
+// memset, which streams), with plain stores or with streaming (non-temporal) ones. Compulsory bytes:
+// each element read (copy) and written once.
+// - BM_stream_copy: the reference of ops that read and write.
+// - BM_stream_write: a plain store first reads the line it writes into the cache, so a write stream
+//   moves as many bytes per byte counted as a copy moves per two (about 75% of copy's rate): the
+//   limit of ops that mostly write with plain stores.
+// - BM_stream_nt_copy, BM_stream_nt_write: streaming stores write a line without reading it; the
+//   limits of the kernels whose streaming libraries write their large outputs so (exp, log, erf,
+//   the CASSI cubes; docs/performance-notes.md). SSE2's 16-byte store, which every x86-64 has (the
+//   64-byte one was 2% faster on Zen 5).
+template <bool kCopy, bool kStreaming>
+void stream_stores(benchmark::State &state) {
   const std::size_t n = std::size_t(state.range(0)) << 20 >> 2;  // range(0) MiB of floats per array
-  static std::vector<float> a, b;
-  a.assign(n, 1.0f);
-  b.assign(n, 0.0f);
+  // 16-byte aligned, as operator new aligns: whole SSE2 stores from every multiple of 4 elements.
+  static std::vector<float> source, destination;
+  source.assign(kCopy ? n : 0, 1.0f);
+  destination.assign(n, 0.0f);
+  float value = 1.0f;
   for (auto _ : state) {
+    benchmark::DoNotOptimize(value);
     on_every_thread(n, [&](int, std::size_t lo, std::size_t hi) {
-      float *__restrict dst = b.data();
-      const float *__restrict src = a.data();
-      for (std::size_t i = lo; i < hi; i++) dst[i] = src[i];
+      float *__restrict dst = destination.data();
+      const float *__restrict src = source.data();
+      std::size_t i = lo;
+      if constexpr (kStreaming) {
+        for (; i < hi && i % 4 != 0; i++) dst[i] = kCopy ? src[i] : value;
+        for (; i + 4 <= hi; i += 4) _mm_stream_ps(dst + i, kCopy ? _mm_load_ps(src + i) : _mm_set1_ps(value));
+        _mm_sfence();
+      }
+      for (; i < hi; i++) dst[i] = kCopy ? src[i] : value;
     });
     benchmark::ClobberMemory();
   }
-  hpipe::bench::set_compulsory_bytes(state, std::int64_t(2 * n * sizeof(float)));
+  hpipe::bench::set_compulsory_bytes(state, std::int64_t((kCopy ? 2 : 1) * n * sizeof(float)));
 }
+void BM_stream_copy(benchmark::State &state) { stream_stores<true, false>(state); }
+void BM_stream_write(benchmark::State &state) { stream_stores<false, false>(state); }
+void BM_stream_nt_copy(benchmark::State &state) { stream_stores<true, true>(state); }
+void BM_stream_nt_write(benchmark::State &state) { stream_stores<false, true>(state); }
 BENCHMARK(BM_stream_copy)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_stream_write)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_stream_nt_copy)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_stream_nt_write)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // A one-pass read (the sum of an array far larger than any cache), the reference of reductions
 // that read their input once (logsumexp). Integer words, so the compiler vectorizes the sum.
@@ -64,59 +91,6 @@ void BM_stream_read(benchmark::State &state) {
   hpipe::bench::set_compulsory_bytes(state, std::int64_t(n * sizeof(std::uint32_t)));
 }
 BENCHMARK(BM_stream_read)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
-
-// A one-pass write with plain stores (a[i] = v over an array far larger than any cache), the
-// limit of ops that mostly write (CASSI's cube outputs): each line written is first read into the
-// cache, so it moves as many bytes per byte counted as a copy moves per two (about 75% of copy's
-// rate). v is not a constant, so that the compiler cannot call memset (streaming stores).
-void BM_stream_write(benchmark::State &state) {
-  const std::size_t n = std::size_t(state.range(0)) << 20 >> 2;  // range(0) MiB of floats
-  static std::vector<float> a;
-  a.assign(n, 0.0f);
-  float value = 1.0f;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(value);
-    on_every_thread(n, [&](int, std::size_t lo, std::size_t hi) {
-      float *__restrict dst = a.data();
-      for (std::size_t i = lo; i < hi; i++) dst[i] = value;
-    });
-    benchmark::ClobberMemory();
-  }
-  hpipe::bench::set_compulsory_bytes(state, std::int64_t(n * sizeof(float)));
-}
-BENCHMARK(BM_stream_write)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
-
-// The copy and the write again with streaming (non-temporal) stores, which write a line without
-// reading it first: the limits of the kernels whose streaming libraries write their large outputs
-// that way (exp, log, erf, the CASSI cubes; docs/performance-notes.md). SSE2's 16-byte store, which
-// every x86-64 has (the 64-byte one was 2% faster on Zen 5).
-template <bool kCopy>
-void stream_nontemporal(benchmark::State &state) {
-  const std::size_t n = std::size_t(state.range(0)) << 20 >> 2;  // range(0) MiB of floats per array
-  static std::vector<float> a, b;  // 16-byte aligned, as operator new aligns
-  a.assign(n, 1.0f);
-  b.assign(n, 0.0f);
-  float value = 1.0f;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(value);
-    on_every_thread(n, [&](int, std::size_t lo, std::size_t hi) {
-      float *dst = b.data();
-      const float *src = a.data();
-      auto element = [&](std::size_t i) { return kCopy ? src[i] : value; };
-      std::size_t i = lo;
-      for (; i < hi && i % 4 != 0; i++) dst[i] = element(i);
-      for (; i + 4 <= hi; i += 4) _mm_stream_ps(dst + i, kCopy ? _mm_load_ps(src + i) : _mm_set1_ps(value));
-      for (; i < hi; i++) dst[i] = element(i);
-      _mm_sfence();
-    });
-    benchmark::ClobberMemory();
-  }
-  hpipe::bench::set_compulsory_bytes(state, std::int64_t((kCopy ? 2 : 1) * n * sizeof(float)));
-}
-void BM_stream_nt_copy(benchmark::State &state) { stream_nontemporal<true>(state); }
-void BM_stream_nt_write(benchmark::State &state) { stream_nontemporal<false>(state); }
-BENCHMARK(BM_stream_nt_copy)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_stream_nt_write)->Arg(512)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 struct CudaBenchmark {
   std::string name;
