@@ -63,7 +63,7 @@ fuzz:
 	    $(FUZZ_BUILD)/corpus/$$r tests/fuzz/corpus/$$r || exit 1; \
 	done
 
-# Benchmarks: ratios to BM_stream_copy, BM_stream_read and BM_stream_write (same run) are printed at the end; JSON
+# Benchmarks: ratios to the memory references (BM_stream_*, same run) are printed at the end; JSON
 # in $(BUILD)/bench.json. The repetitions run in random order across all benchmarks, so that a
 # kernel's median and its reference's sample the same minutes of a machine whose memory bandwidth
 # drifts (shared virtual machines: +-20% within an hour).

@@ -31,7 +31,8 @@ void BM_cassi_forward(benchmark::State &state) {
 }
 
 // Measurement -> cube ops share one shape of benchmark.
-template <Device D, Wait W, void (*Op)(View<const float, 3>, const Mask<float> &, Dispersion, View<float, 4>, const Options &)>
+template <Device D, Wait W,
+          void (*Op)(View<const float, 3>, const Mask<float> &, Dispersion, View<float, 4>, const Options &)>
 void measurement_to_cube(benchmark::State &state) {
   CassiBench b(state);
   Array<float, 4> x(b.x.shape());

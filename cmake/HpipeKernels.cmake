@@ -80,11 +80,12 @@ endfunction()
 find_program(HPIPE_LLC NAMES llc-14 llc PATHS /usr/lib/llvm-14/bin NO_DEFAULT_PATH)
 find_program(HPIPE_LLC NAMES llc-14 llc)
 
-# hpipe_<lib> from the generator <generator> with streaming stores into <outputs> (the kernel's
-# output buffers): the generator writes its LLVM IR per CPU target beside its objects, and
-# cmake/streaming_stores.py compiles each target's IR again with those stores marked. The
-# multitarget wrapper object dispatches among them as in the plain library. The runtime calls it
-# for outputs larger than the caches (runtime/src/call.cpp).
+# hpipe_<lib> from the generator <generator> with streaming stores into <outputs> (the names of
+# the Funcs the generator returns as outputs, which their stores carry in the IR): the generator
+# writes its LLVM IR per CPU target beside its objects, and cmake/streaming_stores.py compiles each
+# target's IR again with those stores marked. The multitarget wrapper object dispatches among them
+# as in the plain library. The runtime calls it for outputs larger than the caches
+# (runtime/src/call.cpp).
 function(_hpipe_add_streaming_library lib generator params)
   if (NOT HPIPE_LLC)
     message(FATAL_ERROR "${lib}: LLVM 14's llc not found (Debian package llvm-14)")

@@ -84,13 +84,13 @@ def table(report):
     if missing:
         sys.exit(f"bench_table: the run has no {', '.join(missing)}: run every benchmark (make bench)")
     context = report["context"]
-    references = ", ".join(f"`{name.split('/')[0]}` **{found[name][1] / 1e9:.1f} GB/s**" for name in REFERENCES.values())
+    measured = ", ".join(f"`{name.split('/')[0]}` **{found[name][1] / 1e9:.1f} GB/s**" for name in REFERENCES.values())
     lines = [
         f"{context.get('cpu_model', 'unknown CPU')}, {context.get('num_cpus')} cores, "
         f"{context.get('hpipe_threads', '?')} threads, {context['date']} "
         f"(load average {context.get('load_avg', ['?'])[0]:.2g} at the start); "
         f"{'median of ' + str(report['benchmarks'][0].get('repetitions', 1)) + ' runs' if medians else 'one run'}. "
-        f"References in the same run: {references}.",
+        f"References in the same run: {measured}.",
         "",
         "| workload | benchmark | time | % of reference | goal |",
         "|---|---|---|---|---|",
