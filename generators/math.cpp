@@ -70,10 +70,10 @@ Expr horner(const Expr &t, const std::vector<double> &c) {
 
 // The same polynomial by Estrin's scheme: pairs c[2j] + c[2j+1] t, then pairs of those with t^2,
 // t^4, ...: about log2 of the degree dependent steps instead of one per degree, for a polynomial
-// whose latency is not hidden behind other work (logsumexp's fold, once per chunk).
-Expr estrin(const Expr &t, const std::vector<double> &c) {
-  std::vector<Expr> terms;
-  for (double v : c) terms.push_back(cast(t.type(), Expr(v)));
+// whose latency is not hidden behind other work (logsumexp's fold, once per chunk; float64 erf's
+// interval polynomial, a long chain beside the rest of its work: 5% faster than Horner).
+// Coefficients may be Exprs (erf's, picked per interval).
+Expr estrin(const Expr &t, std::vector<Expr> terms) {
   for (Expr power = t; terms.size() > 1; power = power * power) {
     std::vector<Expr> next;
     for (std::size_t j = 0; j + 1 < terms.size(); j += 2) next.push_back(terms[j] + terms[j + 1] * power);
@@ -81,6 +81,11 @@ Expr estrin(const Expr &t, const std::vector<double> &c) {
     terms = std::move(next);
   }
   return terms[0];
+}
+Expr estrin(const Expr &t, const std::vector<double> &c) {
+  std::vector<Expr> terms;
+  for (double v : c) terms.push_back(cast(t.type(), Expr(v)));
+  return estrin(t, std::move(terms));
 }
 
 // A binary floating-point format, for the exp that runs in either: float64 results in double,
@@ -114,10 +119,14 @@ const Format kSingle{Float(32), Int(32), 23, 127, 110.0, 0x1.62e4p-1, 0x1.7f7d1c
 // `finish` combines them into f(x), strictly. The elementwise ops compute `fast` as a Func of its
 // own, so that its Horner steps contract into FMA where the target has it (each CPU variant is
 // tested against the contract); `fused` is all strict, for use inside other expressions.
+// A function whose fast parts are much cheaper over part of its range may say so: `cheap(x)` is
+// true there, where `finish` needs only the first parts, `cheap_fast(x)` (the rest may be 0).
 using Parts = std::vector<Expr>;
 struct Split {
   std::function<Parts(const Expr &x)> fast;
   std::function<Expr(const Expr &x, const Parts &parts)> finish;
+  std::function<Expr(const Expr &x)> cheap;
+  std::function<Parts(const Expr &x)> cheap_fast;
   Expr fused(const Expr &x) const { return strict_float(finish(x, fast(x))); }
 };
 
@@ -275,42 +284,58 @@ Split log_single() {
 
 // erf of a double. |x| < b0 = 1: x + x E(x^2). Up to the last break: 1 - exp(-x^2) erfcx(x), with x^2
 // as an exact head (x's top 26 bits squared) plus a tail, and erfcx a polynomial per interval.
-// Beyond: 1. The sign is copied from x (erf(-0) = -0). Fast: x E(x^2) or erfcx(x).
+// Beyond: 1. The sign is copied from x (erf(-0) = -0). Fast: x E(x^2) or erfcx(x), and the parts of
+// exp(-head^2) (its polynomial contracts into FMA as the elementwise exp's does).
+struct ErfSquare {
+  Expr a, head, sq_hi;  // |x|, its top 26 bits, head^2 (exact)
+  explicit ErfSquare(const Expr &x)
+      : a(abs(x)), head(from_bits(bits_of(a) & Expr(~std::int64_t((1 << 27) - 1)))), sq_hi(head * head) {}
+};
+
+// |x| < 1 (NaN is not): x E(x^2) is all the fast parts erf needs there, a fifth of the work of the
+// rest (the intervals' polynomials and exp(-x^2)).
+Expr erf_double_small(const Expr &a) { return a < Expr(f64_coefficients().erfc_breaks.front()); }
+Expr erf_double_small_tail(const Expr &a) { return a * horner(a * a, f64_coefficients().erf_small); }
+
 Split erf_double() {
-  return {[](const Expr &x) {
-            const Coefficients &c = f64_coefficients();
-            Expr a = abs(x);
-            // Coefficient j of the interval a lies in (intervals are tried in order).
-            const auto &breaks = c.erfc_breaks;
-            auto pick = [&](auto value_of) {
-              Expr e = Expr(double(value_of(c.erfcx.size() - 1)));
-              for (std::size_t p = c.erfcx.size() - 1; p-- > 0;)
-                e = select(a < Expr(breaks[p + 1]), Expr(double(value_of(p))), e);
-              return e;
-            };
-            std::size_t degree = 0;
-            for (const auto &p : c.erfcx) degree = std::max(degree, p.size());
-            Expr u = a - pick([&](std::size_t p) { return c.erfc_centers[p]; });
-            auto coefficient = [&](std::size_t j) {  // shorter polynomials are padded with zeros
-              return pick([&](std::size_t p) { return j < c.erfcx[p].size() ? c.erfcx[p][j] : 0.0; });
-            };
-            Expr erfcx = coefficient(degree - 1);
-            for (std::size_t j = degree - 1; j-- > 0;) erfcx = erfcx * u + coefficient(j);
-            return Parts{select(a < Expr(breaks.front()), a * horner(a * a, c.erf_small), erfcx)};
-          },
-          [](const Expr &x, const Parts &parts) {
-            const Expr &tail = parts[0];
-            const Coefficients &c = f64_coefficients();
-            Expr a = abs(x);
-            Expr head = from_bits(bits_of(a) & Expr(~std::int64_t((1 << 27) - 1)));
-            Expr sq_hi = head * head;
-            Expr sq_lo = (a - head) * (a + head);
-            Expr gauss = exp_double().fused(Expr(0.0) - sq_hi) * (Expr(1.0) - sq_lo * (Expr(1.0) - Expr(0.5) * sq_lo));
-            Expr magnitude = select(a < Expr(c.erfc_breaks.front()), a + tail, a < Expr(c.erfc_breaks.back()),
-                                    Expr(1.0) - gauss * tail, Expr(1.0));
-            Expr y = from_bits(bits_of(magnitude) | (bits_of(x) & Expr(kSignBit)));
-            return select(is_nan_bits(x), x, y);
-          }};
+  Split split;
+  split.fast = [](const Expr &x) {
+    const Coefficients &c = f64_coefficients();
+    ErfSquare s(x);
+    const Expr &a = s.a;
+    // Coefficient j of the interval a lies in (intervals are tried in order).
+    const auto &breaks = c.erfc_breaks;
+    auto pick = [&](auto value_of) {
+      Expr e = Expr(double(value_of(c.erfcx.size() - 1)));
+      for (std::size_t p = c.erfcx.size() - 1; p-- > 0;)
+        e = select(a < Expr(breaks[p + 1]), Expr(double(value_of(p))), e);
+      return e;
+    };
+    std::size_t degree = 0;
+    for (const auto &p : c.erfcx) degree = std::max(degree, p.size());
+    Expr u = a - pick([&](std::size_t p) { return c.erfc_centers[p]; });
+    std::vector<Expr> erfcx;  // shorter polynomials are padded with zeros
+    for (std::size_t j = 0; j < degree; j++)
+      erfcx.push_back(pick([&](std::size_t p) { return j < c.erfcx[p].size() ? c.erfcx[p][j] : 0.0; }));
+    Parts parts{select(erf_double_small(a), erf_double_small_tail(a), estrin(u, std::move(erfcx)))};
+    for (const Expr &e : exp_double().fast(Expr(0.0) - s.sq_hi)) parts.push_back(e);
+    return parts;
+  };
+  split.finish = [](const Expr &x, const Parts &parts) {
+    const Expr &tail = parts[0];
+    const Coefficients &c = f64_coefficients();
+    ErfSquare s(x);
+    Expr sq_lo = (s.a - s.head) * (s.a + s.head);
+    Expr exp_sq = exp_double().finish(Expr(0.0) - s.sq_hi, Parts(parts.begin() + 1, parts.end()));
+    Expr gauss = exp_sq * (Expr(1.0) - sq_lo * (Expr(1.0) - Expr(0.5) * sq_lo));
+    Expr magnitude = select(erf_double_small(s.a), s.a + tail, s.a < Expr(c.erfc_breaks.back()),
+                            Expr(1.0) - gauss * tail, Expr(1.0));
+    Expr y = from_bits(bits_of(magnitude) | (bits_of(x) & Expr(kSignBit)));
+    return select(is_nan_bits(x), x, y);
+  };
+  split.cheap = [](const Expr &x) { return erf_double_small(abs(x)); };
+  split.cheap_fast = [](const Expr &x) { return Parts{erf_double_small_tail(abs(x))}; };
+  return split;
 }
 
 // erf of a float in float arithmetic, without branches or exp: |x| < 1: x + x E(x^2); up to 3.95
@@ -346,19 +371,44 @@ Split split(MathFunction fn, Type t) {
   throw CompileError("unknown MathFunction");
 }
 
+// The Exprs of a Func's values at `ref` (one, or a Tuple's).
+Parts values_at(const Func &f, const FuncRef &ref) {
+  if (f.outputs() == 1) return {Expr(ref)};
+  Parts parts;
+  for (int j = 0; j < f.outputs(); j++) parts.push_back(ref[j]);
+  return parts;
+}
+
 }  // namespace
 
-Elementwise elementwise(Func x, MathFunction fn) {
+Elementwise elementwise(Func x, Expr n, MathFunction fn, int group_lanes) {
   Var i("i");
   const Split f = split(fn, value_type(x));
   Elementwise op;
   op.fast_parts = Func("fast_parts");
-  op.fast_parts(i) = Tuple(f.fast(x(i)));
-  Parts parts;
-  for (int j = 0; j < op.fast_parts.outputs(); j++)
-    parts.push_back(op.fast_parts.outputs() == 1 ? Expr(op.fast_parts(i)) : op.fast_parts(i)[j]);
   op.y = Func("y");
-  op.y(i) = strict_float(f.finish(x(i), parts));
+  if (!f.cheap || group_lanes == 0) {
+    op.fast_parts(i) = Tuple(f.fast(x(i)));
+    op.y(i) = strict_float(f.finish(x(i), values_at(op.fast_parts, op.fast_parts(i))));
+    return op;
+  }
+  // Grouped: the last group repeats the last element where n is not a multiple of the group.
+  op.group_lanes = group_lanes;
+  Var lane("lane"), group("group");
+  auto x_at = [&](const Expr &l, const Expr &g) { return x(min(g * group_lanes + l, n - 1)); };
+  op.needs_full = Func("needs_full");
+  op.flag_lanes = RDom(0, group_lanes, "flag_lane");
+  op.needs_full(group) = cast<std::uint8_t>(0);
+  op.needs_full(group) = max(op.needs_full(group), cast<std::uint8_t>(!f.cheap(x_at(op.flag_lanes, group))));
+  // The cheap parts, the rest of the full form's parts 0; then the full parts.
+  Parts parts = f.cheap_fast(x_at(lane, group));
+  const Parts full = f.fast(x_at(lane, group));
+  for (std::size_t j = parts.size(); j < full.size(); j++) parts.push_back(cast(full[j].type(), 0));
+  op.fast_parts(lane, group) = Tuple(parts);
+  op.full_lanes = RDom(0, group_lanes, "full_lane");
+  op.full_lanes.where(op.needs_full(group) != 0);
+  op.fast_parts(op.full_lanes, group) = Tuple(f.fast(x_at(op.full_lanes, group)));
+  op.y(i) = strict_float(f.finish(x(i), values_at(op.fast_parts, op.fast_parts(i % group_lanes, i / group_lanes))));
   return op;
 }
 

@@ -5,8 +5,9 @@
 // Everything is computed under strict_float (no reassociation or contraction: the exact Cody-Waite
 // and two-sum steps rely on it) but the polynomials, which contract into FMA where the target has
 // it: float64 results in double, float32 results in float (16 lanes per AVX-512 vector), without
-// branches. logsumexp's float32 terms (exp_nonpositive) only need to be good relative to a sum of
-// at least 1 and are not strict either.
+// branches but one per vector where a function has a cheap form (erf float64, grouped below).
+// logsumexp's float32 terms (exp_nonpositive) only need to be good relative to a sum of at least 1
+// and are not strict either.
 // Accuracy: the table in runtime/include/hpipe/math.h, measured by tests/test_math.cpp.
 //
 // Layout (Halide order, innermost first): elementwise x(i) -> y(i); logsumexp reduces the middle
@@ -20,15 +21,26 @@ namespace hpipe::alg {
 
 enum class MathFunction { exp, log, erf };
 
-// exp, log or erf of float or double x, of the same type; special values as in <cmath>.
+// exp, log or erf of float or double x (n elements, numbered from 0), of the same type; special
+// values as in <cmath>.
+//
+// Grouped (`group_lanes` > 0, for functions with a cheap form over part of their range: erf
+// float64 for |x| < 1): the elements are taken in groups of `group_lanes` (a vector on the CPU,
+// where each group branches once); a group computes the full fast parts only where one of its
+// elements needs them. Without groups (0, or no cheap form) every element computes the full form.
 struct Elementwise {
   // The parts y(i) is finished from: f(x(i))'s polynomial part, computed without strict_float
   // (only a Func of its own escapes the strictness of the expression that uses it), and the exact
-  // steps beside it. A Tuple where there are several.
+  // steps beside it. A Tuple where there are several. Grouped: (lane, group), the cheap parts, then
+  // the full ones over `full_lanes` where needs_full(group).
   Halide::Func fast_parts;
-  Halide::Func y;  // y(i) = f(x(i)), from x(i) and fast_parts(i), strict
+  Halide::Func y;  // y(i) = f(x(i)), from x(i) and fast_parts' element i, strict
+  int group_lanes = 0;
+  Halide::Func needs_full;  // (group): 1 where an element of the group is outside the cheap range
+  Halide::RDom flag_lanes;  // needs_full's update, over the group's elements
+  Halide::RDom full_lanes;  // fast_parts' update (predicated by needs_full)
 };
-Elementwise elementwise(Halide::Func x, MathFunction fn);
+Elementwise elementwise(Halide::Func x, Halide::Expr n, MathFunction fn, int group_lanes);
 
 // What a task of a logsumexp kernel reads, which shapes its loops (figures:
 // docs/performance-notes.md):

@@ -23,8 +23,11 @@ class ElementwiseGenerator : public FamilyGenerator<ElementwiseGenerator<T, Fn>,
   GeneratorOutput<Buffer<T>> y{"y", 1};
 
   void generate() {
-    auto op = alg::elementwise(x, Fn);
+    // Elements are numbered from 0 (the runtime's buffers are): the grouped form's groups start there.
+    x.dim(0).set_min(0);
+    auto op = alg::elementwise(x, x.dim(0).extent(), Fn, sched::elementwise_group_lanes(this->get_target(), x.type()));
     y = op.y;
+    y.dim(0).set_min(0);
     this->template align_streamed_output<T>(y);
     const MathEstimates e;
     x.set_estimates(e.flat());

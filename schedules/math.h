@@ -21,6 +21,13 @@ inline int logsumexp_rows_per_chunk(const Halide::Target &target, const Halide::
   return reads == alg::LogSumExpReads::column_blocks ? 16 : 32;
 }
 
+// Elements that share one choice between a function's cheap and full forms (alg::elementwise's
+// group_lanes), per backend and type, not a knob: on the CPU a vector of the type, which branches
+// once; on CUDA none (every element computes the full form: the kernels run at the copy's speed).
+inline int elementwise_group_lanes(const Halide::Target &target, const Halide::Type &type) {
+  return target.has_feature(Halide::Target::CUDA) ? 0 : target.natural_vector_size(type);
+}
+
 struct MathElementwiseCpuKnobs {
   int vector_factor = 4;            // vector width in multiples of the target's natural float width
   int elements_per_task = 1 << 18;  // elements one parallel task covers, at most

@@ -25,22 +25,51 @@ using namespace Halide;
 // recomputes a few elements; outputs never overlap inputs). A guarded vector would store them
 // to the stack, masked, and those stores queue behind the output's in the store buffer: 20%
 // slower at 10^8 elements. Fewer elements than a vector: one guarded vector.
+//
+// Grouped (erf float64): a vector is one group, whatever `vector_factor` (2 or 4 groups a vector
+// spilled registers in the finish: at 10^8 elements in [0, 1) 41 / 60 ms against 36). Vectors start
+// at multiples of the group, so that each reads its group's parts as one vector (the last vector is
+// guarded). A chunk of kChunkVectors groups at a time: their flags, their cheap parts and, under
+// one branch per group, their full parts; then the chunk's vectors, from L1. Chunks of 32 were
+// faster than 8, 16, 64 or 128 (38-57 ms against 35 in [0, 1), 116 against 118-134 in [-4, 4),
+// Zen 5, 2026-11-28; docs/performance-notes.md).
 constexpr int kTasksWanted = 64, kLeastTaskElements = 1 << 14;
+constexpr int kChunkVectors = 32;
 
 void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpuKnobs &k) {
-  const int lanes = vector_lanes(t, value_type(op.y), k.vector_factor);
-  Var i = arg(op.y, 0), v("v"), lane("lane"), task("task");
+  const bool grouped = op.group_lanes != 0;
+  const int lanes = grouped ? op.group_lanes : vector_lanes(t, value_type(op.y), k.vector_factor);
+  Var i = arg(op.y, 0), v("v"), lane("lane"), task("task"), chunk("chunk");
   Expr n = op.y.output_buffer().dim(0).extent();
   const int most = std::max(1, k.elements_per_task / lanes);
   const int least = std::max(1, std::min(k.elements_per_task, kLeastTaskElements) / lanes);
   const Expr vectors_per_task = clamp(n / (lanes * kTasksWanted), least, most);
+  if (!grouped) {
+    op.y.specialize(n >= lanes)
+        .split(i, v, lane, lanes, TailStrategy::ShiftInwards)
+        .split(v, task, v, vectors_per_task, TailStrategy::GuardWithIf)
+        .parallel(task)
+        .vectorize(lane);
+    op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf).vectorize(lane);
+    op.fast_parts.compute_at(op.y, v).vectorize(arg(op.fast_parts, 0), lanes, TailStrategy::GuardWithIf);
+    return;
+  }
   op.y.specialize(n >= lanes)
-      .split(i, v, lane, lanes, TailStrategy::ShiftInwards)
+      .split(i, v, lane, lanes, TailStrategy::GuardWithIf)
       .split(v, task, v, vectors_per_task, TailStrategy::GuardWithIf)
+      .split(v, chunk, v, kChunkVectors, TailStrategy::GuardWithIf)
       .parallel(task)
       .vectorize(lane);
-  op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf).vectorize(lane);
-  op.fast_parts.compute_at(op.y, v).vectorize(arg(op.fast_parts, 0), lanes, TailStrategy::GuardWithIf);
+  op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf)
+      .split(v, chunk, v, kChunkVectors, TailStrategy::GuardWithIf)
+      .vectorize(lane);
+  // Storage bounded by a chunk's groups (Halide would size it per chunk, on the heap).
+  op.needs_full.compute_at(op.y, chunk).bound_storage(arg(op.needs_full, 0), kChunkVectors);
+  op.needs_full.update().atomic().vectorize(op.flag_lanes);
+  op.fast_parts.compute_at(op.y, chunk)
+      .bound_storage(arg(op.fast_parts, 1), kChunkVectors)
+      .vectorize(arg(op.fast_parts, 0));
+  op.fast_parts.update().vectorize(op.full_lanes);
 }
 
 // logsumexp: a task is a block of columns (i) of one outer slice (o), at most `columns_per_task`

@@ -15,6 +15,7 @@ using namespace Halide;
 // thread's elements side by side as one vector access was 100x slower.) The fast parts of each
 // element are computed just before it, in registers.
 void schedule_cuda(alg::Elementwise op, const Target &, const MathElementwiseCudaKnobs &k) {
+  _halide_user_assert(op.group_lanes == 0) << "the CUDA schedule of the elementwise ops is for their ungrouped form";
   Var i = arg(op.y, 0), block("block"), thread("thread"), element("element"), rest("rest");
   op.y.split(i, block, rest, k.block * k.elements_per_thread, TailStrategy::GuardWithIf)
       .split(rest, element, thread, k.block)

@@ -328,6 +328,44 @@ TYPED_TEST(MathTyped, EveryLengthMatchesElementByElement) {
   }
 }
 
+// erf float64 takes a cheap form in vectors whose elements all lie in (-1, 1) and its full form in
+// the others (generators/math.h): runs of small values with one element outside (beyond 1, at the
+// plateau, infinite, NaN, -0 beside them) at every position of a vector and across vector
+// boundaries, over every length up to a few vectors and at odd offsets, give each element the bits
+// of a call on that element alone (a cheap one where it is small) and the contract's accuracy.
+// The other functions have one form: the same holds trivially.
+TYPED_TEST(MathTyped, CheapAndFullFormsAgreeInEveryVector) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const std::vector<T> outside = {T(1), T(-1.5), T(3.2), T(-6.5), inf, -inf, nan, T(1.0000001), T(-0.9999999)};
+  auto x = random_array<T, 1>({4099}, 19, -0.999, 0.999);
+  for (std::int64_t i = 0, k = 0; i < x.size(); i += 1 + (k * 7) % 23, k++) x.data()[i] = outside[k % outside.size()];
+  x.data()[100] = T(-0.0), x.data()[101] = T(0.0);
+  for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
+    SCOPED_TRACE(reference::name(fn));
+    std::vector<T> alone(x.size());
+    for (std::int64_t i = 0; i < x.size(); i++) {
+      auto one = poisoned<T, 1>({1});
+      apply<T, 1>(fn, View<const T, 1>(x.data() + i, {1}), one.view());
+      alone[i] = one.data()[0];
+      if (fn == Fn::erf && std::isfinite(x.data()[i]))
+        EXPECT_LE(double(reference::ulp_error<T>(alone[i], reference::exact(fn, double(x.data()[i])))),
+                  kUlpContract.of(fn))
+            << "erf(" << x.data()[i] << ")";
+    }
+    for (std::int64_t offset : {0, 1, 5})
+      for (std::int64_t n = 1; n <= 100; n++) {
+        auto y = poisoned<T, 1>({n});
+        apply<T, 1>(fn, View<const T, 1>(x.data() + offset, {n}), y.view());
+        EXPECT_EQ(0, std::memcmp(y.data(), alone.data() + offset, sizeof(T) * n))
+            << "offset " << offset << ", n = " << n;
+      }
+    auto y = poisoned<T, 1>({x.size()});
+    apply<T, 1>(fn, x.view(), y.view());
+    EXPECT_EQ(0, std::memcmp(y.data(), alone.data(), sizeof(T) * x.size())) << "n = " << x.size();
+  }
+}
+
 TYPED_TEST(MathTyped, AllocatingFormsMatch) {
   using T = TypeParam;
   const auto x = random_array<T, 2>({4, 9}, 14, 0.05, 2.0);

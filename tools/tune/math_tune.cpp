@@ -103,7 +103,7 @@ std::function<alg::Elementwise(Built &)> elementwise(MathFunction fn) {
   return [fn](Built &built) {
     const alg::MathEstimates e;
     ImageParam x = buffer_param(built, "x", 1, e.flat());
-    auto op = alg::elementwise(x, fn);
+    auto op = alg::elementwise(x, x.dim(0).extent(), fn, sched::elementwise_group_lanes(built.target, x.type()));
     set_output(built, op.y, e.flat());
     return op;
   };
