@@ -201,6 +201,15 @@ def w2_cases(uniform, cpu):
                 peers["scipy logsumexp"] = lambda axis=axis, xn=xn: special.logsumexp(xn, axis=axis)
             yield Case(f"W2 logsumexp {tag} axis {axis}", f"BM_logsumexp_{tag}/10000/10000/{axis}",
                        lambda x=x, axis=axis, out=out: hpipe.logsumexp(x, axis, out=out), peers, repeats=3)
+    # erf float64 of a normal CDF's arguments z / sqrt(2), z standard normal (erfinv of a uniform in
+    # (-1, 1)): most vectors take erf's full form, where W2's inputs take its cheap one.
+    x = torch.erfinv(uniform(10000, 10000, dtype=torch.float64, lo=-1.0, hi=1.0))
+    y = torch.empty_like(x)
+    peers = {"torch.erf": lambda x=x, y=y: torch.erf(x, out=y)}
+    if cpu and special:
+        peers["scipy erf"] = lambda xn=x.numpy(), yn=y.numpy(): special.erf(xn, out=yn)
+    yield Case("W2 erf f64 normal CDF", "BM_erf_f64_normal_cdf/10000/10000",
+               lambda x=x, y=y: hpipe.erf(x, out=y), peers, repeats=3)
 
 
 def cpp_times(binary, names, device):

@@ -43,6 +43,8 @@ ROWS = [
     ("W2 log float32", "BM_log_f32/10000/10000", ("copy", "nt copy"), "≥ 80%"),
     ("W2 erf float32", "BM_erf_f32/10000/10000", ("copy", "nt copy"), "≥ 80%"),
     ("W2 exp float64", "BM_exp_f64/10000/10000", ("copy", "nt copy"), "≥ 70%"),
+    ("W2 erf float64", "BM_erf_f64/10000/10000", ("copy", "nt copy"), "—"),
+    ("erf float64 of a normal CDF's arguments", "BM_erf_f64_normal_cdf/10000/10000", ("copy", "nt copy"), "—"),
     ("W2 logsumexp float32, axis 0", "BM_logsumexp_f32/10000/10000/0", ("read",), "≥ 60% of read"),
     ("W2 logsumexp float32, axis 1", "BM_logsumexp_f32/10000/10000/1", ("read",), "—"),
 ]
