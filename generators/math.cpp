@@ -137,8 +137,9 @@ struct Split {
 // results round once).
 struct ExpReduction {
   Expr kd, k, r_hi, r_lo;
-  ExpReduction(const Expr &x, const Format &f) {
-    Expr xc = clamp(x, f.c(-f.limit), f.c(f.limit));
+  // x is clamped to [lowest, highest].
+  ExpReduction(const Expr &x, const Format &f, double lowest, double highest) {
+    Expr xc = clamp(x, f.c(lowest), f.c(highest));
     Expr shifter = f.c(std::ldexp(1.5, f.mantissa));
     // Explicitly strict: Halide's simplifier would otherwise cancel the shifter before lowering.
     Expr shifted = strict_float(xc * f.c(kInvLn2) + shifter);
@@ -154,7 +155,7 @@ struct ExpReduction {
 Split exp_split(const Format &f, const std::vector<double> &p) {
   // Parts: 1 + r_hi as one_hi + (the rest), and k.
   return {[=](const Expr &x) {
-            ExpReduction e(x, f);
+            ExpReduction e(x, f, -f.limit, f.limit);
             Expr r = strict_float(e.r_hi + e.r_lo);
             Expr one_hi = strict_float(f.c(1.0) + e.r_hi);
             Expr one_lo = strict_float((f.c(1.0) - one_hi) + e.r_hi);
@@ -198,12 +199,25 @@ Expr exp_nonpositive(const Expr &d) {
 // 2^-1021, is nothing beside the sum of at least 1 it is added to.
 Expr exp_neg_for_fold(const Expr &d) {
   const Format &f = kDouble;
-  ExpReduction e(max(Expr(0.0) - d, f.c(-708.0)), f);
+  ExpReduction e(Expr(0.0) - d, f, -708.0, 0.0);
   // r explicitly strict: Halide 14's CSE hoists a subexpression used several times (r, in Estrin's
   // scheme) into a let outside the strict_float() around its uses, where LLVM reassociates it.
   Expr r = strict_float(e.r_hi + e.r_lo);
   Expr p = f.c(1.0) + r + r * r * estrin(r, list(coefficients::f64::exp_tail_fold));
   return strict_float(p * f.pow2(e.k));
+}
+
+// exp(d) in double for d <= 0, as a term of a sum that is at least 1 (float64 logsumexp's terms):
+// exp_double's reduction and polynomial (by Estrin's scheme) without its exact 1 + r and its
+// special values, 2^k added to the exponent bits: about 1 ULP (exp_double's exact steps made
+// float64 logsumexp 1.5x slower). d is clamped to -708, where 2^k is still normal and the term,
+// below 2^-1021, is nothing beside the sum.
+Expr exp_nonpositive_double(const Expr &d) {
+  const Format &f = kDouble;
+  ExpReduction e(d, f, -708.0, 0.0);
+  Expr r = strict_float(e.r_hi + e.r_lo);  // strict for the reason exp_neg_for_fold's is
+  Expr p = f.c(1.0) + (r + r * r * estrin(r, f64_coefficients().exp_tail));
+  return f.value(f.bits(p) + (e.k << f.mantissa));
 }
 
 Split exp_double() { return exp_split(kDouble, f64_coefficients().exp_tail); }
@@ -421,9 +435,9 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, int rows_per_c
   op.input = std::move(input);
   if (rows_per_chunk % 2 != 0)
     throw CompileError("logsumexp: rows_per_chunk must be even (float32 sums pairs of rows)");
-  // No predicates on the chunk's rows but float64's sum (a branch per row, and the partial results
-  // kept in memory across them: float32 logsumexp ran 1.35x slower with them): rows past the end
-  // read the last row again, which leaves a maximum as it is, and the sums give them no weight.
+  // No predicates on the chunk's rows (a branch per row, and the partial results kept in memory
+  // across them: float32 logsumexp ran 1.35x slower with them): rows past the end read the last row
+  // again, which leaves a maximum as it is, and the sums give them no weight.
   op.chunk_rows = RDom(0, rows_per_chunk, "chunk_row");
   // likely(): Halide splits the chunk loop into the chunks that need no clamp and the last one.
   auto in_range = [&](const Expr &e) { return reads == LogSumExpReads::column_blocks ? likely(e) : e; };
@@ -434,51 +448,51 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, int rows_per_c
   op.chunk_max = Func("chunk_max");
   op.chunk_sum = Func("chunk_sum");
   Expr x_row = x(i, row_in(row), o);
-  // A chunk's (shift, sum) for the fold below, as doubles; NaN and +inf make the sum NaN or +inf.
-  Expr shift_of_chunk, sum_of_chunk;
-  if (t == Float(32)) {
-    // float32: the terms exp(x - max) in float lanes (16 per AVX-512 vector) with exp_nonpositive,
-    // summed in double by pairs. The maximum is a float max started at the lowest finite value
-    // (the lanes run with LLVM's no-infinities flags); beside it the largest magnitude's bits, an
-    // integer max that the fast-math flags cannot fold, tell NaN and +inf apart from finite chunks.
-    Expr magnitude = reinterpret(Int(32), x_row) & Expr(0x7fffffff);
-    op.chunk_max(i, c, o) = Tuple(Expr(-std::numeric_limits<float>::max()), Expr(0));
-    op.chunk_max(i, c, o) = Tuple(max(op.chunk_max(i, c, o)[0], x_row), max(op.chunk_max(i, c, o)[1], magnitude));
-    // Two rows' terms are added in float before the sum in double: the conversions to double are
-    // the costliest part of a term on AVX2 CPUs (docs/performance-notes.md); the pair's rounding,
-    // 2^-24 relative, adds to the terms' own error (the contract's 2^-23 absolute). A row past the
-    // end has its exponent lowered to -100 (a min with a scalar), so that its term is e^-80,
-    // nothing beside the chunk's sum of at least 1.
-    Expr m = op.chunk_max(i, c, o)[0], flags = op.chunk_max(i, c, o)[1];
+  // The maximum is a max started at the lowest finite value (the lanes run with LLVM's
+  // no-infinities flags); beside it the largest magnitude's bits, an integer max that the fast-math
+  // flags cannot fold, tell NaN and +inf apart from finite chunks.
+  const bool single = t == Float(32);
+  const Type bits_type = single ? Int(32) : Int(64);
+  const std::int64_t inf_bits = single ? 0x7f800000 : kInfBits;
+  Expr magnitude = reinterpret(bits_type, x_row) & cast(bits_type, Expr(single ? 0x7fffffff : 0x7fffffffffffffff));
+  op.chunk_max(i, c, o) =
+      Tuple(cast(t, Expr(single ? -std::numeric_limits<float>::max() : -std::numeric_limits<double>::max())),
+            cast(bits_type, 0));
+  op.chunk_max(i, c, o) = Tuple(max(op.chunk_max(i, c, o)[0], x_row), max(op.chunk_max(i, c, o)[1], magnitude));
+  Expr m = op.chunk_max(i, c, o)[0], flags = op.chunk_max(i, c, o)[1];
+  // A row past the end has its exponent lowered by a min with a scalar, so that its term is
+  // nothing beside the chunk's sum of at least 1.
+  auto term = [&](const Expr &row, const Expr &lowered) {
+    Expr d = min(x(i, row_in(row), o) - m, select(in_range(row < rows), cast(t, 0), lowered));
+    return single ? exp_nonpositive(d) : exp_nonpositive_double(d);
+  };
+  op.chunk_sum(i, c, o) = Expr(0.0);
+  if (single) {
+    // float32: the terms exp(x - max) in float lanes (16 per AVX-512 vector), summed in double by
+    // pairs: two rows' terms are added in float before the sum in double (the conversions to
+    // double are the costliest part of a term on AVX2 CPUs, docs/performance-notes.md); the pair's
+    // rounding, 2^-24 relative, adds to the terms' own error (the contract's 2^-23 absolute). Rows
+    // past the end: terms of e^-80.
     op.chunk_terms = RDom(0, rows_per_chunk / 2, "chunk_pair");
     Expr first = c * rows_per_chunk + 2 * op.chunk_terms;
-    auto term = [&](const Expr &row) {
-      Expr limit = select(in_range(row < rows), Expr(0.0f), Expr(-100.0f));
-      return exp_nonpositive(min(x(i, row_in(row), o) - m, limit));
-    };
-    op.chunk_sum(i, c, o) = Expr(0.0);
-    op.chunk_sum(i, c, o) += cast<double>(term(first) + term(first + 1));
-    const std::int32_t inf = 0x7f800000;
-    Expr nan = flags > Expr(inf), plus_inf = reinterpret(Int(32), m) == Expr(inf);
-    shift_of_chunk = select(plus_inf || nan, Expr(0.0), cast<double>(m));
-    // The term of the maximum is 1: a sum below 1/2 is a chunk of -inf only (its terms are e^-80).
-    Expr sum = op.chunk_sum(i, c, o);
-    sum_of_chunk = from_bits(select(nan, Expr(std::int64_t(0x7ff8000000000000)), plus_inf, Expr(kInfBits),
-                                    sum < Expr(0.5), Expr(std::int64_t(0)), bits_of(sum)));
+    op.chunk_sum(i, c, o) += cast<double>(term(first, Expr(-100.0f)) + term(first + 1, Expr(-100.0f)));
   } else {
-    // float64: strict, each term to the last bit (exp_double); a non-finite maximum (all -inf, a
-    // +inf, NaN) shifts by 0 instead, as scipy does, and exp() gives the sum its NaN or inf.
-    op.chunk_max(i, c, o) = Expr(-std::numeric_limits<double>::max());
-    op.chunk_max(i, c, o) = strict_float(max(op.chunk_max(i, c, o), x_row));
-    Expr m = op.chunk_max(i, c, o);
-    shift_of_chunk = select(is_finite_bits(m), m, Expr(0.0));
+    // float64: a row at a time, each term and its addition strict: with LLVM's fast-math flags
+    // the vector loop's body and its guarded tail computed them differently (reassociated), so that
+    // a column's bits depended on its place (on SSE4.1, and the sum with AVX-512). Rows past the
+    // end: terms of 2^-1021.
     op.chunk_terms = RDom(0, rows_per_chunk, "chunk_row_term");
-    Expr term_row = c * rows_per_chunk + op.chunk_terms;
-    op.chunk_terms.where(term_row < rows);
-    op.chunk_sum(i, c, o) = Expr(0.0);
-    op.chunk_sum(i, c, o) += strict_float(exp_double().fused(x(i, row_in(term_row), o) - shift_of_chunk));
-    sum_of_chunk = op.chunk_sum(i, c, o);
+    op.chunk_sum(i, c, o) =
+        strict_float(op.chunk_sum(i, c, o) + term(c * rows_per_chunk + op.chunk_terms, Expr(-1000.0)));
   }
+  Expr nan = flags > cast(bits_type, Expr(inf_bits)),
+       plus_inf = reinterpret(bits_type, m) == cast(bits_type, Expr(inf_bits));
+  // A chunk's (shift, sum) for the fold below, as doubles; NaN and +inf make the sum NaN or +inf.
+  Expr shift_of_chunk = select(plus_inf || nan, Expr(0.0), cast<double>(m));
+  // The term of the maximum is 1: a sum below 1/2 is a chunk of -inf only.
+  Expr sum = op.chunk_sum(i, c, o);
+  Expr sum_of_chunk = from_bits(select(nan, Expr(std::int64_t(0x7ff8000000000000)), plus_inf, Expr(kInfBits),
+                                       sum < Expr(0.5), Expr(std::int64_t(0)), bits_of(sum)));
   op.chunk = Func("chunk");
   op.chunk(i, c, o) = Tuple(shift_of_chunk, sum_of_chunk);
 

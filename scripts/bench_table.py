@@ -47,6 +47,7 @@ ROWS = [
     ("erf float64 of a normal CDF's arguments", "BM_erf_f64_normal_cdf/10000/10000", ("copy", "nt copy"), "—"),
     ("W2 logsumexp float32, axis 0", "BM_logsumexp_f32/10000/10000/0", ("read",), "≥ 60% of read"),
     ("W2 logsumexp float32, axis 1", "BM_logsumexp_f32/10000/10000/1", ("read",), "—"),
+    ("W2 logsumexp float64, axis 0", "BM_logsumexp_f64/10000/10000/0", ("read",), "—"),
 ]
 REFERENCES = {"copy": "BM_stream_copy/512", "read": "BM_stream_read/512", "nt copy": "BM_stream_nt_copy/512",
               "nt write": "BM_stream_nt_write/512"}

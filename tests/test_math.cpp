@@ -602,6 +602,25 @@ TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {
   EXPECT_EQ(to_doubles(got), to_doubles(hpipe::logsumexp(dense.view(), 1, {Device::cpu})));
 }
 
+// A column's result does not depend on where it lies among the columns (in a vector's body or a
+// guarded last vector, first or last task): the same bits for any block of columns, as a batch
+// split across processes (hpipe.dask) needs. Rows fewer than a chunk, a chunk and a few.
+TYPED_TEST(MathTyped, LogSumExpColumnsGiveTheSameBitsInAnyBlock) {
+  using T = TypeParam;
+  for (std::int64_t rows : {6, 16, 37}) {
+    const auto x = random_array<T, 2>({rows, 45}, 43, -3.0, 3.0);
+    const auto whole = to_doubles(hpipe::logsumexp(x.view(), 0, {Device::cpu}));
+    for (std::int64_t first = 0; first < 45; first += 7)
+      for (std::int64_t width : {1, 3, 8, 11, 19}) {
+        if (first + width > 45) continue;
+        const View<const T, 2> block(x.data() + first, {rows, width}, {45, 1});
+        const auto got = to_doubles(hpipe::logsumexp(block, 0, {Device::cpu}));
+        const std::vector<double> want(whole.begin() + first, whole.begin() + first + width);
+        EXPECT_EQ(got, want) << rows << " rows, columns " << first << " to " << first + width;
+      }
+  }
+}
+
 TYPED_TEST(MathTyped, EveryOpOnCuda) {
   if (!cuda_available()) GTEST_SKIP() << "no usable GPU: " << cuda_unavailable_reason();
   using T = TypeParam;
