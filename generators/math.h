@@ -56,10 +56,10 @@ enum class LogSumExpReads { column_blocks, row_vectors };
 // then its sum of exp(x - max) (the chunk is still in cache), folded into a running (shift, sum)
 // per (i, o) in double; out = shift + log(sum), rounded to the input type. float32 terms are
 // computed in float lanes (about 1 ULP each), added in pairs and summed in double; float64 terms
-// in double.
+// in double (about 1 ULP each), strict.
 struct LogSumExp {
   Halide::RDom chunk_rows;   // rows of one chunk (past the last row: the last row again)
-  Halide::RDom chunk_terms;  // chunk_sum's steps: float32 pairs of rows, float64 rows (predicated)
+  Halide::RDom chunk_terms;  // chunk_sum's steps: float32 pairs of rows, float64 rows
   Halide::RDom chunks;       // the chunks, in order
   Halide::Func chunk_max;    // (i, c, o): max over the chunk (float32: and the largest magnitude's bits)
   Halide::Func chunk_sum;    // (i, c, o): sum of exp(x - shift) over the chunk, in double
