@@ -1,9 +1,10 @@
 // CPU-vector schedules of the math family.
 //
-// exp / log / erf float32, 10^8: 16.9 / 17.0 / 15.7 ms (89 / 88 / 96% of BM_stream_nt_copy, their
-// streaming libraries' limit); logsumexp float32 10000 x 10000 axis 0: 13.5 ms (74% of
-// BM_stream_read), along rows 17.7 ms (56%); 2-core AMD EPYC (Zen 5, AVX-512, VM), make bench
-// median of 5, 2026-11-27 (eleventh session).
+// exp / log / erf float32, 10^8: 17.0 / 17.0 / 15.9 ms (94 / 94 / 101% of BM_stream_nt_copy, their
+// streaming libraries' limit), exp / erf float64 40.1 / 41.2 ms (80 / 78%), erf float64 of a normal
+// CDF's arguments 112 ms; logsumexp 10000 x 10000 axis 0 float32 14.9 ms (62% of BM_stream_read),
+// float64 44.2 ms (42%), float32 along rows 18.1 ms (52%); 2-core AMD EPYC (Zen 5, AVX-512, VM),
+// make bench median of 5, 2026-11-28 (twelfth session).
 #include <algorithm>
 
 #include "schedules/common.h"
