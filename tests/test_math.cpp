@@ -284,6 +284,18 @@ TYPED_TEST(MathTyped, RanksAndStridesMatchFlatCall) {
   }
 }
 
+// fn of each element of x in a call of its own.
+template <class T>
+std::vector<T> each_alone(Fn fn, const Array<T, 1> &x) {
+  std::vector<T> alone(x.size());
+  for (std::int64_t i = 0; i < x.size(); i++) {
+    auto one = poisoned<T, 1>({1});
+    apply<T, 1>(fn, View<const T, 1>(x.data() + i, {1}), one.view());
+    alone[i] = one.data()[0];
+  }
+  return alone;
+}
+
 // Lengths around the vector width (8 to 64 lanes per variant) and the tasks of 16384 elements: the
 // last vector is shifted back over its predecessor, shorter arrays take one guarded vector; past
 // 2^20 elements tasks grow with the length, to sizes of no round number (the input repeats there).
@@ -296,12 +308,7 @@ TYPED_TEST(MathTyped, EveryLengthMatchesElementByElement) {
   const auto x = random_array<T, 1>({32769}, 17, -5.0, 5.0);
   for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
     SCOPED_TRACE(reference::name(fn));
-    std::vector<T> alone(x.size());
-    for (std::int64_t i = 0; i < x.size(); i++) {
-      auto one = poisoned<T, 1>({1});
-      apply<T, 1>(fn, View<const T, 1>(x.data() + i, {1}), one.view());
-      alone[i] = one.data()[0];
-    }
+    const std::vector<T> alone = each_alone(fn, x);
     for (std::int64_t n : lengths) {
       auto y = poisoned<T, 1>({n});
       apply<T, 1>(fn, View<const T, 1>(x.data(), {n}), y.view());
@@ -343,16 +350,12 @@ TYPED_TEST(MathTyped, CheapAndFullFormsAgreeInEveryVector) {
   x.data()[100] = T(-0.0), x.data()[101] = T(0.0);
   for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
     SCOPED_TRACE(reference::name(fn));
-    std::vector<T> alone(x.size());
-    for (std::int64_t i = 0; i < x.size(); i++) {
-      auto one = poisoned<T, 1>({1});
-      apply<T, 1>(fn, View<const T, 1>(x.data() + i, {1}), one.view());
-      alone[i] = one.data()[0];
+    const std::vector<T> alone = each_alone(fn, x);
+    for (std::int64_t i = 0; i < x.size(); i++)
       if (fn == Fn::erf && std::isfinite(x.data()[i]))
         EXPECT_LE(double(reference::ulp_error<T>(alone[i], reference::exact(fn, double(x.data()[i])))),
                   kUlpContract.of(fn))
             << "erf(" << x.data()[i] << ")";
-    }
     for (std::int64_t offset : {0, 1, 5})
       for (std::int64_t n = 1; n <= 100; n++) {
         auto y = poisoned<T, 1>({n});
