@@ -59,7 +59,6 @@ Expr magnitude_bits(const Expr &d) { return bits_of(d) & Expr(std::int64_t(0x7ff
 constexpr std::int64_t kInfBits = 0x7ff0000000000000;
 Expr is_nan_bits(const Expr &d) { return magnitude_bits(d) > Expr(kInfBits); }
 Expr is_inf_bits(const Expr &d) { return magnitude_bits(d) == Expr(kInfBits); }
-Expr is_finite_bits(const Expr &d) { return magnitude_bits(d) < Expr(kInfBits); }
 
 // c[0] + c[1] t + c[2] t^2 + ..., in t's type.
 Expr horner(const Expr &t, const std::vector<double> &c) {
@@ -415,13 +414,13 @@ Elementwise elementwise(Func x, Expr n, MathFunction fn, int group_lanes) {
   op.needs_full(group) = cast<std::uint8_t>(0);
   op.needs_full(group) = max(op.needs_full(group), cast<std::uint8_t>(!f.cheap(x_at(op.flag_lanes, group))));
   // The cheap parts, the rest of the full form's parts 0; then the full parts.
-  Parts parts = f.cheap_fast(x_at(lane, group));
-  const Parts full = f.fast(x_at(lane, group));
-  for (std::size_t j = parts.size(); j < full.size(); j++) parts.push_back(cast(full[j].type(), 0));
-  op.fast_parts(lane, group) = Tuple(parts);
   op.full_lanes = RDom(0, group_lanes, "full_lane");
   op.full_lanes.where(op.needs_full(group) != 0);
-  op.fast_parts(op.full_lanes, group) = Tuple(f.fast(x_at(op.full_lanes, group)));
+  const Parts full = f.fast(x_at(op.full_lanes, group));
+  Parts parts = f.cheap_fast(x_at(lane, group));
+  for (std::size_t j = parts.size(); j < full.size(); j++) parts.push_back(cast(full[j].type(), 0));
+  op.fast_parts(lane, group) = Tuple(parts);
+  op.fast_parts(op.full_lanes, group) = Tuple(full);
   op.y(i) = strict_float(f.finish(x(i), values_at(op.fast_parts, op.fast_parts(i % group_lanes, i / group_lanes))));
   return op;
 }

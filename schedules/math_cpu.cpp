@@ -45,25 +45,21 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpu
   const int most = std::max(1, k.elements_per_task / lanes);
   const int least = std::max(1, std::min(k.elements_per_task, kLeastTaskElements) / lanes);
   const Expr vectors_per_task = clamp(n / (lanes * kTasksWanted), least, most);
+  // Whole vectors, the last one shifted back; grouped, guarded, and chunks of vectors.
+  Stage vectors = op.y.specialize(n >= lanes)
+                      .split(i, v, lane, lanes, grouped ? TailStrategy::GuardWithIf : TailStrategy::ShiftInwards)
+                      .split(v, task, v, vectors_per_task, TailStrategy::GuardWithIf);
+  Stage one_vector = op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf);
+  if (grouped) {
+    vectors.split(v, chunk, v, kChunkVectors, TailStrategy::GuardWithIf);
+    one_vector.split(v, chunk, v, kChunkVectors, TailStrategy::GuardWithIf);
+  }
+  vectors.parallel(task).vectorize(lane);
+  one_vector.vectorize(lane);
   if (!grouped) {
-    op.y.specialize(n >= lanes)
-        .split(i, v, lane, lanes, TailStrategy::ShiftInwards)
-        .split(v, task, v, vectors_per_task, TailStrategy::GuardWithIf)
-        .parallel(task)
-        .vectorize(lane);
-    op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf).vectorize(lane);
     op.fast_parts.compute_at(op.y, v).vectorize(arg(op.fast_parts, 0), lanes, TailStrategy::GuardWithIf);
     return;
   }
-  op.y.specialize(n >= lanes)
-      .split(i, v, lane, lanes, TailStrategy::GuardWithIf)
-      .split(v, task, v, vectors_per_task, TailStrategy::GuardWithIf)
-      .split(v, chunk, v, kChunkVectors, TailStrategy::GuardWithIf)
-      .parallel(task)
-      .vectorize(lane);
-  op.y.split(i, v, lane, lanes, TailStrategy::GuardWithIf)
-      .split(v, chunk, v, kChunkVectors, TailStrategy::GuardWithIf)
-      .vectorize(lane);
   // Storage bounded by a chunk's groups (Halide would size it per chunk, on the heap).
   op.needs_full.compute_at(op.y, chunk).bound_storage(arg(op.needs_full, 0), kChunkVectors);
   op.needs_full.update().atomic().vectorize(op.flag_lanes);
