@@ -46,7 +46,7 @@ BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, Type result, 
   s.gather(args({w, h})) = cast(acc, 0);
   s.gather(args({w, h})) += at(w - g.shift_w(s.bands), h - g.shift_h(s.bands), s.bands);
   s.sum = Func(name);
-  if (form == BandSumForm::gather) {
+  if (form.kind == BandSumForm::gather) {
     s.sum(args({w, h})) = cast(t, s.gather(args({w, h})));
     return s;
   }
@@ -54,39 +54,45 @@ BandSum band_sum(Func f, const CassiGeometry &g, BandSumForm form, Type result, 
   // columns after its group's first band, so in the group's own columns u (measurement column o_{G k} + u) the group
   // adds its bands at u - i S in registers and the row of sums is loaded and stored once per group, not once per band.
   // Where every band of the group is inside its image (u in [a, b)) the loads are dense; each band's columns outside
-  // that interior, and the bands after the last whole group, are added one band at a time. Rows are not displaced: h >=
-  // H never occurs (the clamp keeps bounds inference in the image).
+  // that interior (its edges, within the first and the last `edge` columns of its image) are added one band at a
+  // time, in whole vectors; the bands after the last whole group band by band, and so are all bands of an image
+  // narrower than `edge`. Rows are not displaced: h >= H never occurs (the clamp keeps bounds inference in the image).
   auto band_row = [&](const Expr &ws, const Expr &c) { return f(args({ws, clamp(h, 0, g.height - 1), c})); };
   const int group = kBandsPerScatterGroup;
-  const Expr grouped = g.bands / group * group;  // bands in whole groups
-  const Expr reach = (group - 1) * g.step;       // the group's last band, from its first
+  const int lanes = form.vector_bytes / t.bytes();
+  const Expr reach = (group - 1) * g.step;  // the group's last band, from its first
+  const Expr edge_vectors = (cast<int>(abs(reach)) + lanes - 1) / lanes, edge = edge_vectors * lanes;
+  const Expr grouped = select(g.width >= edge, g.bands / group * group, 0);  // bands in whole groups
   const Expr a = max(0, reach), b = max(a, g.width + min(0, reach));
   // Band c's columns [0, W) are [0, left(c)) before the interior, [left(c), right(c)) in it.
   auto left = [&](const Expr &c) { return clamp(a - c % group * g.step, 0, g.width); };
   auto right = [&](const Expr &c) { return clamp(b - c % group * g.step, left(c), g.width); };
+  // Columns inside the image wherever the update runs; the promise holds bounds inference there when
+  // no update runs (the interior is empty where W < (G - 1) |S|, the edges where W < edge).
+  auto inside = [&](const Expr &ws) { return unsafe_promise_clamped(ws, 0, g.width - 1); };
   Var u("u"), k("k");
   Func group_sum(name + "_group");
-  // Inside the image wherever the update runs; the promise holds bounds inference there when
-  // the interior is empty (W < (G - 1) |S|), where the union over the bands would not.
-  auto interior_row = [&](int i) {
-    return band_row(unsafe_promise_clamped(u - i * g.step, 0, g.width - 1), group * k + i);
-  };
+  auto interior_row = [&](int i) { return band_row(inside(u - i * g.step), group * k + i); };
   Expr terms = interior_row(0);
   for (int i = 1; i < group; i++) terms += interior_row(i);
   group_sum(args({u, h, k})) = terms;
 
   s.scatter = Func(name + "_scatter");
   s.scatter(args({w, h})) = cast(acc, 0);
-  RDom interior(a, b - a, 0, g.bands / group, name + "_uk");
+  RDom interior(a, b - a, 0, grouped / group, name + "_uk");
   s.scatter(args({interior.x + g.offset(group * interior.y), h})) += group_sum(args({interior.x, h, interior.y}));
-  const Expr edge = min(abs(reach), g.width);
-  RDom left_edges(0, edge, 0, grouped, name + "_left");
-  left_edges.where(left_edges.x < left(left_edges.y));
-  s.scatter(args({left_edges.x + g.offset(left_edges.y), h})) += band_row(left_edges.x, left_edges.y);
-  RDom right_edges(0, edge, 0, grouped, name + "_right");
-  Expr right_w = g.width - edge + right_edges.x;  // the last `edge` columns, so that bounds stay inside
-  right_edges.where(right_w >= right(right_edges.y));
-  s.scatter(args({right_w + g.offset(right_edges.y), h})) += band_row(right_w, right_edges.y);
+  // A band's edge: the vectors of columns `first + vector * lanes + lane` that hold any of [from, to).
+  const Expr zero = cast(acc, 0);
+  auto add_edge = [&](RDom r, const Expr &first, const Expr &from, const Expr &to) {
+    const Expr vector_start = first + r.y * lanes, column = vector_start + r.x;
+    r.where(vector_start < to && vector_start + lanes > from);
+    s.scatter(args({column + g.offset(r.z), h})) +=
+        select(column >= from && column < to, band_row(inside(column), r.z), zero);
+  };
+  RDom left_edges(0, lanes, 0, edge_vectors, 0, grouped, name + "_left");
+  add_edge(left_edges, 0, 0, left(left_edges.z));
+  RDom right_edges(0, lanes, 0, edge_vectors, 0, grouped, name + "_right");
+  add_edge(right_edges, g.width - edge, right(right_edges.z), g.width);
   RDom ungrouped(0, g.width, grouped, g.bands - grouped, name + "_wc");
   s.scatter(args({ungrouped.x + g.offset(ungrouped.y), h})) += band_row(ungrouped.x, ungrouped.y);
   s.scatter_updates = {interior, left_edges, right_edges, ungrouped};

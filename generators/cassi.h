@@ -40,16 +40,23 @@ CassiGeometry mask_geometry(const MaskBuffer &mask, const Halide::Expr &step, co
 // Two forms: `gather` reads, for each output, band c at its displaced position; for width
 // dispersion its vector loads are misaligned by a per-band amount and must be clamped, so CPUs
 // use `scatter` there: the rows of a group of bands added, densely, at the group's offset.
-enum class BandSumForm { gather, scatter_along_width };
+struct BandSumForm {
+  enum Kind { gather, scatter_along_width } kind;
+  // scatter: bytes of the target's vectors. Each band's columns outside its group's interior (its
+  // edges) are added in whole vectors of the result type, the columns outside the edge adding 0:
+  // masked stores, where a target has them at all, cost AVX2 CPUs dozens of micro-ops each.
+  int vector_bytes = 0;
+};
 // Bands per group of the scatter form: 4 and 14 were slower at W4 (docs/performance-notes.md).
 constexpr int kBandsPerScatterGroup = 7;
 struct BandSum {
   Halide::Func gather;
-  Halide::Func scatter;  // defined with BandSumForm::scatter_along_width only
+  Halide::Func scatter;  // defined with the scatter_along_width form only
   Halide::Func sum;      // gather, or scatter when the axis is width
   Halide::RDom bands;    // c of gather's update
-  // The RDom of each scatter update, in order, all (column, band or group of bands): a group's
-  // interior, each band's columns before it and after it, the bands after the last whole group.
+  // The RDom of each scatter update, in order: a group's interior (column, group), each band's
+  // edges before and after it (lane, vector, band: the lanes one whole vector, every vector of
+  // them within the edge or skipped), the bands after the last whole group (column, band).
   std::vector<Halide::RDom> scatter_updates;
   Halide::Expr axis;  // the geometry's axis and step, for schedules to specialize on
   Halide::Expr step;
@@ -65,7 +72,8 @@ Halide::Type accumulator_type(Halide::Type t);
 
 // The form each backend's schedule expects (the generators pass it to the algorithm).
 inline BandSumForm band_sum_form(const Halide::Target &t) {
-  return t.has_gpu_feature() ? BandSumForm::gather : BandSumForm::scatter_along_width;
+  if (t.has_gpu_feature()) return {BandSumForm::gather};
+  return {BandSumForm::scatter_along_width, t.natural_vector_size(Halide::UInt(8))};
 }
 
 // Each op returns its output and the intermediate Funcs a schedule may place.

@@ -76,13 +76,16 @@ void schedule_band_sum(Func out, alg::BandSum s, const CassiCpuKnobs &k, const T
 
   s.scatter.compute_at(out, block).vectorize(arg(s.scatter, 0), lanes, TailStrategy::GuardWithIf);
   // Vector lanes span columns of one band or group, and those land on distinct measurement
-  // columns: no two lanes write the same sum (Halide cannot prove it through the offsets).
+  // columns: no two lanes write the same sum (Halide cannot prove it through the offsets). Rows
+  // inside the columns or vectors, so that an edge's test of its vector is made once per block.
   for (size_t i = 0; i < s.scatter_updates.size(); i++) {
     const RDom &r = s.scatter_updates[i];
-    s.scatter.update(i)
-        .reorder(r.x, arg(s.scatter, 1), r.y)
-        .allow_race_conditions()
-        .vectorize(r.x, lanes, TailStrategy::GuardWithIf);
+    Stage update = s.scatter.update(i).allow_race_conditions();
+    if (r.dimensions() == 3) {  // an edge: (lane, vector, band), its lanes one vector
+      update.reorder(r.x, arg(s.scatter, 1), r.y, r.z).vectorize(r.x);
+    } else {
+      update.reorder(r.x, arg(s.scatter, 1), r.y).vectorize(r.x, lanes, TailStrategy::GuardWithIf);
+    }
   }
   s.gather.compute_at(out, k.sum_per_vector ? wo : row).vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);
   s.gather.update().vectorize(arg(s.gather, 0), lanes, TailStrategy::GuardWithIf);

@@ -36,6 +36,10 @@ const std::vector<CassiProblem> kProblems = {
     {2, 16, 5, 45, 3},                // with a group interior,
     {1, 15, 4, 40, -2, false, true},  // moving left, per-band mask,
     {1, 9, 3, 10, -3},                // no group interior: W < (group - 1) |S|
+    // Each band's edges are added in whole vectors (4, 8 or 16 floats): images narrower than the
+    // vectors that cover (group - 1) |S| columns sum band by band, as wide ones are whole edges.
+    {1, 14, 3, 13, 2},
+    {2, 7, 2, 16, -2, false, true},
     // Steps 1 and 2 have code of their own (schedules/cassi_cpu.cpp): S = 2 above, S = 1 here.
     {2, 10, 5, 33, 1},
     // Rows of whole 64-byte lines, which the cube outputs' streaming libraries can write (the
