@@ -16,7 +16,7 @@
 //                                                       denormal below -708.396, 0 below -745.133
 //   log       float32  0.827    (0.824)   1.41364205    x >= 0, denormals included
 //             float64  0.820    (0.820)   1.41329209    x >= 0, denormals included
-//   erf       float32  1.147    (1.337)   0.994133234   all x (+-1 from |x| >= 3.95)
+//   erf       float32  1.155    (1.337)   1.02700019    all x (+-1 from |x| >= 3.95)
 //             float64  1.209    (1.355)   0.993058382   all x (+-1 from |x| >= 6)
 //
 // float32 functions are computed in float arithmetic (16 lanes per AVX-512 vector), float64 in
