@@ -3,7 +3,8 @@
 // W4 A 3.28 ms (94% of BM_stream_read), Aᵀ 2.93 ms, A⁺ 2.99 ms, column-count inverse 3.06 ms (100 /
 // 98 / 96% of BM_stream_nt_write, their streaming libraries' limit), shift back 4.59 ms (96% of
 // BM_stream_nt_copy); 2-core AMD EPYC (Zen 5, AVX-512, 1 MiB L2, VM), make bench median of 5,
-// 2026-11-27 (eleventh session).
+// 2026-11-27 (eleventh session). W4 A 5.66 ms (96% of BM_stream_read); 2-core AMD EPYC (Zen 3, AVX2,
+// 512 KiB L2, VM), make bench median of 5, 2026-11-28 (thirteenth session).
 #include <algorithm>
 
 #include "schedules/cassi.h"

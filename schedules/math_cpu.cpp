@@ -4,7 +4,8 @@
 // streaming libraries' limit), exp / erf float64 40.1 / 41.2 ms (80 / 78%), erf float64 of a normal
 // CDF's arguments 112 ms; logsumexp 10000 x 10000 axis 0 float32 14.9 ms (62% of BM_stream_read),
 // float64 44.2 ms (42%), float32 along rows 18.1 ms (52%); 2-core AMD EPYC (Zen 5, AVX-512, VM),
-// make bench median of 5, 2026-11-28 (twelfth session).
+// make bench median of 5, 2026-11-28 (twelfth session). erf float32 49.6 ms (65% of BM_stream_copy);
+// 2-core AMD EPYC (Zen 3, AVX2, VM), make bench median of 5, 2026-11-28 (thirteenth session).
 #include <algorithm>
 
 #include "schedules/common.h"
