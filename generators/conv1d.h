@@ -9,18 +9,28 @@
 // Any lengths work; the runtime passes the longer of the two operands as the signal.
 #pragma once
 
+#include <algorithm>
+
 #include "Halide.h"
 #include "generators/common.h"
 
 namespace hpipe::alg {
 
 // How the signal's zero padding is made: `staged` (CPU): padded is zeros, then the row copied in
-// by an update, so a schedule can stage rows densely and read them with plain vector loads;
+// by updates, so a schedule can stage rows densely and read them with plain vector loads;
 // `bounded` (GPU): padded is a select on the index, inlined into the taps' loads (cached), so
 // the whole convolution is one kernel with no staging pass.
-enum class Conv1dForm { staged, bounded };
-inline Conv1dForm conv1d_form(const Halide::Target &t) {
-  return t.has_gpu_feature() ? Conv1dForm::bounded : Conv1dForm::staged;
+struct Conv1dForm {
+  enum Kind { staged, bounded } kind;
+  // staged: lanes of the vectors a row is copied in, the target's but at most 32 bytes (so that
+  // W3's rows of 9 float32 are two vectors with AVX-512 too). A row of at least that many elements
+  // is copied in whole vectors, the last one shifted back over the one before (a masked store
+  // costs AMD CPUs dozens of micro-ops); a shorter row element by element.
+  int copy_lanes = 0;
+};
+inline Conv1dForm conv1d_form(const Halide::Target &t, const Halide::Type &type) {
+  if (t.has_gpu_feature()) return {Conv1dForm::bounded};
+  return {Conv1dForm::staged, std::min(t.natural_vector_size(type), 32 / type.bytes())};
 }
 
 struct Conv1d {
@@ -29,7 +39,8 @@ struct Conv1d {
   Halide::Func padded;  // padded(x, i): the signal, zero outside [0, Ls)
   Halide::Func conv;    // conv(k, i) = sum_j padded(k + offset - j, i) * v(j, i)
   Halide::Func out;     // = conv; separate so a schedule can accumulate in registers
-  Halide::RDom signal;  // staged: [0, Ls), the copy into padded
+  Halide::RDom copy_vectors;   // staged, rows of at least copy_lanes: (lane, vector), padded's first update
+  Halide::RDom copy_elements;  // staged, shorter rows: [0, Ls), padded's second update
   Halide::RDom kernel;  // [0, Lv): the taps
 };
 Conv1d conv1d(Halide::Func signal, Halide::Expr signal_length, Halide::Func kernel, Halide::Expr taps,

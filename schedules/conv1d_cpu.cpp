@@ -6,7 +6,9 @@
 // <= short_row_length, at least one task of them) get their own nest with larger tasks and stages.
 //
 // 10^5 rows of 9, 7 taps: 354 us (84% of BM_stream_copy); 5 rows of 5: 0.42 us; 2-core AMD EPYC
-// (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (sixth session).
+// (Zen 5, AVX-512, VM), make bench median of 5, 2026-11-27 (sixth session). 10^5 rows of 9, 7 taps:
+// 710-782 us (62-69% of BM_stream_copy); 2-core AMD EPYC (Zen 3, AVX2, VM), hpipe_bench medians of
+// 3, 2026-11-28 (fourteenth session).
 #include <algorithm>
 
 #include "schedules/common.h"
@@ -17,7 +19,7 @@ namespace hpipe::sched {
 using namespace Halide;
 
 void schedule_cpu(alg::Conv1d op, const Target &t, const Conv1dCpuKnobs &k) {
-  _halide_user_assert(op.form == alg::Conv1dForm::staged) << "the CPU schedule of conv1d is for its staged form";
+  _halide_user_assert(op.form.kind == alg::Conv1dForm::staged) << "the CPU schedule of conv1d is for its staged form";
   const int lanes = vector_lanes(t, value_type(op.out), k.vector_factor);
   Var x = arg(op.out, 0), i = arg(op.out, 1);
   Var io("io"), ii("ii"), is("is"), xo("xo"), xi("xi");
@@ -61,18 +63,23 @@ void schedule_cpu(alg::Conv1d op, const Target &t, const Conv1dCpuKnobs &k) {
   // Padded rows: zeros, then the rows copied in, a stage of rows_per_stage rows at a time, so the
   // convolution's loads never wait on the stores that just wrote their row (store forwarding).
   // Allocated once per task, folded to one stage (the larger of the two row classes' stages).
-  Var px = arg(op.padded, 0), pi = arg(op.padded, 1);
-  op.padded.store_at(op.out, io).compute_at(op.out, is).vectorize(px, lanes, TailStrategy::RoundUp);
+  Var px = arg(op.padded, 0), pi = arg(op.padded, 1), pxo("pxo"), pxi("pxi");
+  op.padded.store_at(op.out, io).compute_at(op.out, is);
+  // Rows of up to 4 vectors are zeroed by 4 vector stores: LLVM made the zeroing loop a call to
+  // memset, a tenth of 10^5 rows of 9's time (Zen 3).
+  op.padded.specialize(op.out.output_buffer().dim(0).extent() + op.taps - 1 <= 4 * lanes)
+      .split(px, pxo, pxi, 4 * lanes, TailStrategy::RoundUp)
+      .vectorize(pxi, lanes)
+      .unroll(pxi);
+  op.padded.vectorize(px, lanes, TailStrategy::RoundUp);
   // A fold of one row fails Halide 14's run-time check ("folded storage dimension ... accessed out
   // of order", every rows_per_stage:1 variant, found by hpipe-tune): one-row stages stay unfolded.
   const int fold = k.short_row_length > 0 ? std::max(k.rows_per_stage, k.short_rows_per_stage) : k.rows_per_stage;
   const bool one_row_stages = k.rows_per_stage == 1 || (k.short_row_length > 0 && k.short_rows_per_stage == 1);
   if (!one_row_stages) op.padded.fold_storage(pi, fold);
-  // Rows shorter than 8 vectors are copied element by element: a vectorized copy ends in a masked
-  // store, which costs more than such a row on AMD CPUs (10^5 rows of 9: 0.90 -> 0.80 ms, Zen 3).
-  op.padded.update()
-      .specialize(op.signal.x.extent() >= 8 * lanes)
-      .vectorize(op.signal.x, lanes, TailStrategy::GuardWithIf);
+  // Rows copied in whole vectors (alg::Conv1dForm): the vectors that overlap write equal values.
+  op.padded.update(0).allow_race_conditions().vectorize(op.copy_vectors.x);
+  op.padded.update(1).unscheduled();  // rows shorter than a vector, element by element
 }
 
 }  // namespace hpipe::sched
