@@ -20,8 +20,8 @@ Conv1d conv1d(Func signal, Expr signal_length, Func kernel, Expr taps, Expr offs
     // every vector made rows of 64 4% slower). The promise keeps bounds inference inside the row
     // where these updates do not run (rows shorter than a vector).
     op.copy_vectors = RDom(0, lanes, 0, select(whole_vectors, (signal_length + lanes - 1) / lanes, 0), "copy_vector");
-    Expr sx = unsafe_promise_clamped(min(likely(op.copy_vectors.y * lanes), signal_length - lanes) + op.copy_vectors.x, 0,
-                                     signal_length - 1);
+    Expr sx = unsafe_promise_clamped(min(likely(op.copy_vectors.y * lanes), signal_length - lanes) + op.copy_vectors.x,
+                                     0, signal_length - 1);
     op.padded(sx, i) = signal(sx, i);
     op.copy_elements = RDom(0, select(whole_vectors, 0, signal_length), "copy_element");
     op.padded(op.copy_elements, i) = signal(op.copy_elements, i);

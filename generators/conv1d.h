@@ -35,13 +35,13 @@ inline Conv1dForm conv1d_form(const Halide::Target &t, const Halide::Type &type)
 
 struct Conv1d {
   Conv1dForm form;
-  Halide::Expr taps;    // Lv
-  Halide::Func padded;  // padded(x, i): the signal, zero outside [0, Ls)
-  Halide::Func conv;    // conv(k, i) = sum_j padded(k + offset - j, i) * v(j, i)
-  Halide::Func out;     // = conv; separate so a schedule can accumulate in registers
+  Halide::Expr taps;           // Lv
+  Halide::Func padded;         // padded(x, i): the signal, zero outside [0, Ls)
+  Halide::Func conv;           // conv(k, i) = sum_j padded(k + offset - j, i) * v(j, i)
+  Halide::Func out;            // = conv; separate so a schedule can accumulate in registers
   Halide::RDom copy_vectors;   // staged, rows of at least copy_lanes: (lane, vector), padded's first update
   Halide::RDom copy_elements;  // staged, shorter rows: [0, Ls), padded's second update
-  Halide::RDom kernel;  // [0, Lv): the taps
+  Halide::RDom kernel;         // [0, Lv): the taps
 };
 Conv1d conv1d(Halide::Func signal, Halide::Expr signal_length, Halide::Func kernel, Halide::Expr taps,
               Halide::Expr offset, Conv1dForm form);

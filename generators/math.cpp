@@ -494,32 +494,33 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, int rows_per_c
     op.chunk_sum(i, c, o) =
         strict_float(op.chunk_sum(i, c, o) + term(c * rows_per_chunk + op.chunk_terms, Expr(-1000.0)));
   }
-  Expr nan = flags > cast(bits_type, Expr(inf_bits)),
-       plus_inf = reinterpret(bits_type, m) == cast(bits_type, Expr(inf_bits));
-  // A chunk's (shift, sum) for the fold below, as doubles; NaN and +inf make the sum NaN or +inf.
-  Expr shift_of_chunk = select(plus_inf || nan, Expr(0.0), cast<double>(m));
-  // The term of the maximum is 1: a sum below 1/2 is a chunk of -inf only.
-  Expr sum = op.chunk_sum(i, c, o);
-  Expr sum_of_chunk = from_bits(select(nan, Expr(std::int64_t(0x7ff8000000000000)), plus_inf, Expr(kInfBits),
-                                       sum < Expr(0.5), Expr(std::int64_t(0)), bits_of(sum)));
+  // A chunk's (shift, sum) for the fold below, as doubles, and its largest magnitude's bits.
   op.chunk = Func("chunk");
-  op.chunk(i, c, o) = Tuple(shift_of_chunk, sum_of_chunk);
+  op.chunk(i, c, o) = Tuple(cast<double>(m), op.chunk_sum(i, c, o), flags);
 
   // Fold chunk (shift_c, sum_c) into the running (shift, sum): the sum with the smaller shift is
   // rescaled by exp(-|shift - shift_c|) (one exp per fold; for float32 sums exp_neg_for_fold's).
-  // An infinite sum stays infinite (inf * exp(-huge) would be NaN).
+  // NaN and infinities are settled at the end, from the largest magnitude's bits and the running
+  // maximum; meanwhile they make the running values whatever they make them.
   op.running = Func("running");
-  op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0));
-  Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1];
-  Expr chunk_shift = op.chunk(i, op.chunks, o)[0], chunk_sum = op.chunk(i, op.chunks, o)[1];
+  op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0), cast(bits_type, 0));
+  Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1], old_flags = op.running(i, o)[2];
+  Expr chunk_shift = op.chunk(i, op.chunks, o)[0], chunk_sum = op.chunk(i, op.chunks, o)[1],
+       chunk_flags = op.chunk(i, op.chunks, o)[2];
   Expr chunk_leads = chunk_shift > old_shift, gap = abs(chunk_shift - old_shift);
   Expr scale = t == Float(32) ? exp_neg_for_fold(gap) : exp_double().fused(Expr(0.0) - gap);
   Expr kept = select(chunk_leads, chunk_sum, old_sum), scaled = select(chunk_leads, old_sum, chunk_sum);
   op.running(i, o) =
-      Tuple(max(old_shift, chunk_shift), strict_float(kept + select(is_inf_bits(scaled), scaled, scaled * scale)));
+      Tuple(max(old_shift, chunk_shift), strict_float(kept + scaled * scale), max(old_flags, chunk_flags));
 
+  // NaN anywhere gives NaN, else +inf anywhere +inf; the term of the maximum is 1, so a sum below
+  // 1/2 is a slice of -inf only (its terms e^-80 or less each).
+  Expr shift = op.running(i, o)[0], sum = op.running(i, o)[1], all_flags = op.running(i, o)[2];
+  Expr nan = all_flags > cast(bits_type, Expr(inf_bits)), plus_inf = bits_of(shift) == Expr(kInfBits);
+  Expr value =
+      select(nan, Expr(kNaN), plus_inf, Expr(kInf), sum < Expr(0.5), Expr(-kInf), shift + log_double().fused(sum));
   op.out = Func("out");
-  op.out(i, o) = strict_float(cast(out_type, op.running(i, o)[0] + log_double().fused(op.running(i, o)[1])));
+  op.out(i, o) = strict_float(cast(out_type, value));
   return op;
 }
 

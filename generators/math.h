@@ -54,17 +54,18 @@ enum class LogSumExpReads { column_blocks, row_vectors };
 
 // Online, max-shifted logsumexp over r in chunks of `rows_per_chunk` rows: each chunk's maximum,
 // then its sum of exp(x - max) (the chunk is still in cache), folded into a running (shift, sum)
-// per (i, o) in double; out = shift + log(sum), rounded to the input type. float32 terms are
-// computed in float lanes (about 1 ULP each), added in pairs and summed in double; float64 terms
-// in double (about 1 ULP each), strict.
+// per (i, o) in double; out = shift + log(sum), rounded to the input type, NaN and infinities
+// settled there from the largest magnitude and the maximum met (not chunk by chunk). float32
+// terms are computed in float lanes (about 1 ULP each), added in pairs and summed in double;
+// float64 terms in double (about 1 ULP each), strict.
 struct LogSumExp {
   Halide::RDom chunk_rows;   // rows of one chunk (past the last row: the last row again)
   Halide::RDom chunk_terms;  // chunk_sum's steps: float32 pairs of rows, float64 rows
   Halide::RDom chunks;       // the chunks, in order
   Halide::Func chunk_max;    // (i, c, o): max over the chunk (float32: and the largest magnitude's bits)
   Halide::Func chunk_sum;    // (i, c, o): sum of exp(x - shift) over the chunk, in double
-  Halide::Func chunk;        // (i, c, o) -> {shift, sum} of the chunk, in double (inlined on the CPU)
-  Halide::Func running;      // (i, o) -> {shift, sum}: the fold over chunks
+  Halide::Func chunk;        // (i, c, o) -> {shift, sum, largest magnitude's bits} (inlined on the CPU)
+  Halide::Func running;      // (i, o) -> {shift, sum, largest magnitude's bits}: the fold over chunks
   Halide::Func out;          // (i, o)
   LogSumExpReads reads;
   Halide::Internal::Parameter input;  // x's buffer, where x is a pipeline input (a schedule may prefetch it)

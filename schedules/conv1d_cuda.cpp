@@ -14,7 +14,8 @@ namespace hpipe::sched {
 using namespace Halide;
 
 void schedule_cuda(alg::Conv1d op, const Target &, const Conv1dCudaKnobs &k) {
-  _halide_user_assert(op.form.kind == alg::Conv1dForm::bounded) << "the CUDA schedule of conv1d is for its bounded form";
+  _halide_user_assert(op.form.kind == alg::Conv1dForm::bounded)
+      << "the CUDA schedule of conv1d is for its bounded form";
   Var x = arg(op.out, 0), i = arg(op.out, 1);
   Var xo("xo"), io("io"), xi("xi"), ii("ii"), tiles("tiles");
   op.out.tile(x, i, xo, io, xi, ii, k.block_k, k.block_rows, TailStrategy::GuardWithIf)

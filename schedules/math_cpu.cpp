@@ -6,6 +6,8 @@
 // float64 44.2 ms (42%), float32 along rows 18.1 ms (52%); 2-core AMD EPYC (Zen 5, AVX-512, VM),
 // make bench median of 5, 2026-11-28 (twelfth session). erf float32 49.6 ms (65% of BM_stream_copy);
 // 2-core AMD EPYC (Zen 3, AVX2, VM), make bench median of 5, 2026-11-28 (thirteenth session).
+// logsumexp axis 0 float32 41.5-45.6 ms (45% of BM_stream_read), float64 129-145 ms; the same
+// Zen 3 VM, hpipe_bench medians of 3, 2026-11-28 (fourteenth session).
 #include <algorithm>
 
 #include "schedules/common.h"

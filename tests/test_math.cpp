@@ -527,22 +527,27 @@ void check_logsumexp_every_axis(Where where) {
 }
 
 // scipy's special cases, down columns (axis 0) and along rows (axis 1), in the first and a later
-// chunk of rows: all -inf -> -inf; a +inf entry -> +inf; NaN -> NaN; -inf entries are ignored.
+// chunk of rows: all -inf -> -inf; a +inf entry -> +inf; NaN -> NaN, whatever comes before or
+// after it; -inf entries are ignored, whole chunks of them too.
 template <class T>
 void check_logsumexp_special_values(Where where) {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
-  auto x = random_array<T, 2>({70, 6}, 31, -3.0, 3.0);
-  for (int r = 0; r < 70; r++) x(r, 0) = -inf;  // column of -inf
-  x(3, 1) = inf;                                // +inf in the first chunk
-  x(65, 2) = inf;                               // +inf in a later chunk, after large values
+  const int rows = 70, columns = 9;
+  auto x = random_array<T, 2>({rows, columns}, 31, -3.0, 3.0);
+  for (int r = 0; r < rows; r++) x(r, 0) = -inf;  // column of -inf
+  x(3, 1) = inf;                                  // +inf in the first chunk
+  x(65, 2) = inf;                                 // +inf in a later chunk, after large values
   x(60, 2) = T(80);
-  x(40, 3) = nan;                   // NaN
-  x(50, 4) = -inf, x(2, 4) = -inf;  // some -inf among finite values
-  x(10, 5) = inf, x(11, 5) = -inf;  // both infinities
+  x(40, 3) = nan;                               // NaN
+  x(50, 4) = -inf, x(2, 4) = -inf;              // some -inf among finite values
+  x(10, 5) = inf, x(11, 5) = -inf;              // both infinities
+  x(1, 6) = inf, x(66, 6) = nan;                // +inf, then NaN in a later chunk
+  x(0, 7) = nan, x(67, 7) = inf;                // NaN, then +inf in a later chunk
+  for (int r = 0; r < 40; r++) x(r, 8) = -inf;  // -inf, then finite values from a later chunk
   check_logsumexp<T, 2>(x, 0, where);
-  Array<T, 2> t({6, 70});  // the same columns as rows
-  for (int r = 0; r < 70; r++)
-    for (int c = 0; c < 6; c++) t(c, r) = x(r, c);
+  Array<T, 2> t({columns, rows});  // the same columns as rows
+  for (int r = 0; r < rows; r++)
+    for (int c = 0; c < columns; c++) t(c, r) = x(r, c);
   check_logsumexp<T, 2>(t, 1, where);
 }
 
