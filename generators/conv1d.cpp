@@ -12,7 +12,7 @@ Conv1d conv1d(Func signal, Expr signal_length, Func kernel, Expr taps, Expr offs
   op.taps = taps;
   op.padded = Func("padded");
   if (form.kind == Conv1dForm::staged) {
-    const int lanes = form.copy_lanes;
+    const int lanes = form.vector_bytes / t.bytes();
     Expr whole_vectors = signal_length >= lanes;
     op.padded(x, i) = cast(t, 0);
     // Vector v covers [min(v lanes, Ls - lanes), + lanes): the last overlaps the one before, which

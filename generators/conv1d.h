@@ -22,15 +22,15 @@ namespace hpipe::alg {
 // the whole convolution is one kernel with no staging pass.
 struct Conv1dForm {
   enum Kind { staged, bounded } kind;
-  // staged: lanes of the vectors a row is copied in, the target's but at most 32 bytes (so that
-  // W3's rows of 9 float32 are two vectors with AVX-512 too). A row of at least that many elements
-  // is copied in whole vectors, the last one shifted back over the one before (a masked store
-  // costs AMD CPUs dozens of micro-ops); a shorter row element by element.
-  int copy_lanes = 0;
+  // staged: bytes of the vectors a row is copied in, the target's but at most 32 (so that W3's
+  // rows of 9 float32 are two vectors with AVX-512 too). A row of at least a vector is copied in
+  // whole vectors, the last one shifted back over the one before (a masked store costs AMD CPUs
+  // dozens of micro-ops); a shorter row element by element.
+  int vector_bytes = 0;
 };
-inline Conv1dForm conv1d_form(const Halide::Target &t, const Halide::Type &type) {
+inline Conv1dForm conv1d_form(const Halide::Target &t) {
   if (t.has_gpu_feature()) return {Conv1dForm::bounded};
-  return {Conv1dForm::staged, std::min(t.natural_vector_size(type), 32 / type.bytes())};
+  return {Conv1dForm::staged, std::min(t.natural_vector_size(Halide::UInt(8)), 32)};
 }
 
 struct Conv1d {
@@ -39,7 +39,7 @@ struct Conv1d {
   Halide::Func padded;         // padded(x, i): the signal, zero outside [0, Ls)
   Halide::Func conv;           // conv(k, i) = sum_j padded(k + offset - j, i) * v(j, i)
   Halide::Func out;            // = conv; separate so a schedule can accumulate in registers
-  Halide::RDom copy_vectors;   // staged, rows of at least copy_lanes: (lane, vector), padded's first update
+  Halide::RDom copy_vectors;   // staged, rows of at least a vector: (lane, vector), padded's first update
   Halide::RDom copy_elements;  // staged, shorter rows: [0, Ls), padded's second update
   Halide::RDom kernel;         // [0, Lv): the taps
 };

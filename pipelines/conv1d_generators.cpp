@@ -22,7 +22,7 @@ class Conv1dGenerator : public FamilyGenerator<Conv1dGenerator<T>, sched::Conv1d
 
   void generate() {
     auto op = alg::conv1d(signal, signal.dim(0).extent(), kernel, kernel.dim(0).extent(), offset,
-                          alg::conv1d_form(this->get_target(), signal.type()));
+                          alg::conv1d_form(this->get_target()));
     out = op.out;
     const alg::Conv1dEstimates e;
     signal.set_estimates(e.signal_region());

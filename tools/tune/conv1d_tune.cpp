@@ -64,7 +64,7 @@ HPIPE_TUNE_FAMILY(conv1d) {
     ImageParam kernel = buffer_param(built, "kernel", 2, e.kernel_region());
     Param<int> offset = int_param(built, "offset", 0);
     auto op = alg::conv1d(signal, signal.dim(0).extent(), kernel, kernel.dim(0).extent(), offset,
-                          alg::conv1d_form(built.target, signal.type()));
+                          alg::conv1d_form(built.target));
     set_output(built, op.out, e.out());
     return op;
   };
