@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -200,6 +201,31 @@ TEST(Threads, AForkedChildRunsKernels) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's results differ from the parent's";
   set_num_threads(before);
+}
+
+// The allocator hpipe installs for kernels' scratch (halide_malloc): blocks of any size aligned for
+// every target's vectors (Halide asks for 64 bytes at most on x86), all their bytes usable, live
+// blocks apart; again once they are freed (large ones then come from its cache).
+TEST(Scratch, BlocksAreAlignedUsableAndApart) {
+  const auto x = random_array<float, 1>({5}, 1);
+  Array<float, 1> y({5});
+  hpipe::exp(x.view(), y.view(), {Device::cpu});  // installs the allocator
+  constexpr std::uintptr_t kVectorAlignment = 64;
+  const std::size_t sizes[] = {1, 100, 4095, 64 << 10, 1 << 20, (3 << 20) + 5};
+  for (int round = 0; round < 2; round++) {
+    std::vector<unsigned char *> blocks;
+    for (std::size_t i = 0; i < std::size(sizes); i++) {
+      auto *p = static_cast<unsigned char *>(halide_malloc(nullptr, sizes[i]));
+      ASSERT_NE(p, nullptr) << sizes[i];
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % kVectorAlignment, 0u) << sizes[i];
+      std::memset(p, int(i + 1), sizes[i]);  // every byte writable (AddressSanitizer checks the bounds)
+      blocks.push_back(p);
+    }
+    for (std::size_t i = 0; i < std::size(sizes); i++)
+      EXPECT_TRUE(std::all_of(blocks[i], blocks[i] + sizes[i], [&](unsigned char b) { return b == i + 1; }))
+          << sizes[i] << " bytes, round " << round;
+    for (unsigned char *p : blocks) halide_free(nullptr, p);
+  }
 }
 
 TEST(Device, ProbeNeverAbortsAndExplainsItself) {

@@ -18,7 +18,7 @@ constexpr std::size_t kCacheBlocks = 64;         // blocks kept, at most
 
 struct Block {
   std::size_t size;  // usable bytes after the header
-  void *base;        // what aligned_alloc returned
+  void *base;        // what malloc returned
 };
 
 // The free blocks, oldest first, in storage that is never destroyed: a std::vector here would be
@@ -35,12 +35,18 @@ void remove_cached(std::size_t i) {
   cached_count--;
 }
 
-// The usable bytes live kAlignment bytes after the start; the header in front holds the size.
-void *user_pointer(void *base) { return static_cast<char *>(base) + kAlignment; }
+// The usable bytes start at the first multiple of kAlignment at least kAlignment bytes after the
+// start; the header in front of them holds the size and the start. Blocks come from plain malloc,
+// aligned here: glibc serves aligned_alloc on a slow path of its own (for a small kernel call's
+// scratch, a third of the call), malloc's small sizes from per-thread caches.
+void *user_pointer(void *base) {
+  const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(base) + kAlignment;
+  return reinterpret_cast<void *>((start + kAlignment - 1) / kAlignment * kAlignment);
+}
 Block &header(void *user) { return *reinterpret_cast<Block *>(static_cast<char *>(user) - kAlignment); }
 
 void *cached_malloc(void *, std::size_t size) {
-  if (size > SIZE_MAX - 2 * kAlignment) return nullptr;  // the rounding below would wrap
+  if (size > SIZE_MAX - 3 * kAlignment) return nullptr;  // the rounding below would wrap
   const std::size_t rounded = (size + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded >= kLarge) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -56,7 +62,7 @@ void *cached_malloc(void *, std::size_t size) {
       return user_pointer(base);
     }
   }
-  void *base = std::aligned_alloc(kAlignment, rounded + kAlignment);
+  void *base = std::malloc(rounded + 2 * kAlignment);
   if (!base) return nullptr;
   header(user_pointer(base)) = Block{rounded, base};
   return user_pointer(base);
