@@ -60,7 +60,11 @@ void schedule_cpu(alg::Elementwise op, const Target &t, const MathElementwiseCpu
   vectors.parallel(task).vectorize(lane);
   one_vector.vectorize(lane);
   if (!grouped) {
-    op.fast_parts.compute_at(op.y, v).vectorize(arg(op.fast_parts, 0), lanes, TailStrategy::GuardWithIf);
+    // A vector's storage, also for an input shorter than one (Halide would size it by the extent,
+    // on the heap: a malloc in every tiny call).
+    op.fast_parts.compute_at(op.y, v)
+        .bound_storage(arg(op.fast_parts, 0), lanes)
+        .vectorize(arg(op.fast_parts, 0), lanes, TailStrategy::GuardWithIf);
     return;
   }
   // Storage bounded by a chunk's groups (Halide would size it per chunk, on the heap).
