@@ -96,13 +96,14 @@ PyObject *attribute(PyObject *object, PyObject *name) {
   return value;
 }
 
-// A host or CUDA torch.Tensor that does not require grad (such a one __dlpack__ refuses, and is
-// left to it) is read from its own attributes: Tensor.__dlpack__ and __dlpack_device__ are Python
-// code, about 4 us a call together with torch 1.13 and some 20 us a CUDA tensor with torch 2.11
-// (hpipe.exp(x, out=y) on an H100: 63 -> 12 us queued), most of a small call's cost; data_ptr,
-// shape, stride() and get_device() are C (0.3 us), read through the C API with interned names
-// (pybind11's attr() builds the name's string on every call). The torch objects are looked up once
-// torch is imported and never released (they outlive the module). Returns false for anything else.
+// A host or CUDA torch.Tensor is read from its own attributes (one that requires grad is refused,
+// naming the way to differentiate through hpipe; __dlpack__ refuses it less clearly):
+// Tensor.__dlpack__ and __dlpack_device__ are Python code, about 4 us a call together with torch
+// 1.13 and some 20 us a CUDA tensor with torch 2.11 (hpipe.exp(x, out=y) on an H100: 63 -> 12 us
+// queued), most of a small call's cost; data_ptr, shape, stride() and get_device() are C (0.3 us),
+// read through the C API with interned names (pybind11's attr() builds the name's string on every
+// call). The torch objects are looked up once torch is imported and never released (they outlive
+// the module). Returns false for anything else.
 template <class TypeError>
 bool read_torch(py::handle object, Operand &a, const TypeError &type_error) {
   static py::handle tensor_type, float32, float64;
@@ -130,7 +131,8 @@ bool read_torch(py::handle object, Operand &a, const TypeError &type_error) {
     const py::object value = py::reinterpret_steal<py::object>(attribute(tensor, name));
     return value.ptr() == Py_True;
   };
-  if (flag(requires_grad)) return false;
+  if (flag(requires_grad))
+    type_error("requires grad; the functions of hpipe.torch differentiate through hpipe, or pass a detached tensor");
   if (flag(is_cuda)) {
     const py::object device = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, get_device));
     if (!device || !PyLong_Check(device.ptr())) {
@@ -215,8 +217,9 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
     py::object capsule;
     try {
       capsule = stream.is_none() ? object.attr("__dlpack__")() : object.attr("__dlpack__")(py::arg("stream") = stream);
-    } catch (py::error_already_set &e) {
-      type_error(name, "its __dlpack__ export failed: " + std::string(e.what()));
+    } catch (py::error_already_set &e) {  // its type and message; what() appends the traceback
+      type_error(name, "its __dlpack__ export failed: " + std::string(py::str(e.type().attr("__name__"))) + ": " +
+                           std::string(py::str(e.value())));
     }
     if (!PyCapsule_IsValid(capsule.ptr(), "dltensor"))
       type_error(name, "__dlpack__ did not return an unused \"dltensor\" capsule");

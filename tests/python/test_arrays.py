@@ -113,7 +113,8 @@ def error_message(call, exception):
     (lambda: hpipe.logsumexp(np.ones((3, 4)), axis=1.0), TypeError, "logsumexp: axis: expected an int, got float"),
     (lambda: hpipe.cassi_phi(np.ones((3, 4)), bands=0), hpipe.Error, "cassi_phi: bands: expected at least 1, got 0"),
     (lambda: hpipe.logsumexp(np.ones((3, 4)).T), hpipe.Error, "axis: None reduces every element"),
-    (lambda: hpipe.exp(torch.ones(3, requires_grad=True)), TypeError, "x: its __dlpack__ export failed"),
+    (lambda: hpipe.exp(torch.ones(3, requires_grad=True)), TypeError,
+     "exp: x: requires grad; the functions of hpipe.torch differentiate through hpipe, or pass a detached tensor"),
     (lambda: hpipe.gap_tv(np.ones((1, 3, 6)), np.ones((3, 4)), bands=2, callback=3), TypeError,
      "callback: expected a callable or None"),
     (lambda: hpipe.psnr(np.ones((3, 4)), np.ones((3, 4)), device="cuda"), hpipe.Error, "device: runs on the CPU only"),
@@ -146,6 +147,21 @@ def test_host_and_cuda_arrays_do_not_mix():
     assert fake.streams == [1]  # DLPack's number for the legacy default stream (no current-stream library)
     message = error_message(lambda: hpipe.batched_dot(fake, host), TypeError)
     assert "b: expected CUDA memory on device 0 like a, got host memory" in message
+
+
+class RefusingArray:
+    """An array whose __dlpack__ raises, as an exporter does for memory it cannot share."""
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+    def __dlpack__(self, stream=None):
+        raise BufferError("cannot export")
+
+
+def test_a_failed_export_is_named_without_its_traceback():
+    message = error_message(lambda: hpipe.exp(RefusingArray()), TypeError)
+    assert message == "hpipe.exp: x: its __dlpack__ export failed: BufferError: cannot export"
 
 
 def test_out_aliasing_an_input_is_an_error():
