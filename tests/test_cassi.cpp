@@ -279,6 +279,11 @@ TEST(CassiErrors, ShapeOverflowAndOversizedOutputsFailBeforeAllocating) {
   EXPECT_HPIPE_ERROR(cassi_measurement_shape({1, huge, 4, 4}, Dispersion{2}), "hpipe::cassi_measurement_shape", "cube");
   EXPECT_HPIPE_ERROR(cassi_measurement_shape({1, 3, 4, std::numeric_limits<std::int64_t>::max() - 1}, Dispersion{2}),
                      "hpipe::cassi_measurement_shape", "wider than 2^63");
+  // A dispersion the ops refuse has no shape either (the Python binding sizes its outputs so).
+  EXPECT_HPIPE_ERROR(cassi_measurement_shape({1, 3, 4, 4}, Dispersion{1000000000}), "hpipe::cassi_measurement_shape",
+                     "dispersion", "|step| must be at most 2^24 pixels, got 1000000000");
+  EXPECT_HPIPE_ERROR(cassi_cube_shape({1, 4, 6}, 3, Dispersion{-(1 << 25)}), "hpipe::cassi_cube_shape", "dispersion",
+                     "|step| must be at most 2^24 pixels");
 
   auto x = random_array<float, 4>({1, 129, 1, 1}, 40);
   auto mask = random_array<float, 2>({1, 1}, 41);

@@ -1,5 +1,6 @@
 #include "arrays.h"
 
+#include <cstdio>
 #include <new>
 
 namespace hpipe::python {
@@ -26,6 +27,17 @@ std::string dlpack_dtype_string(const DLDataType &t) {
   name += std::to_string(t.bits);
   if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
   return name;
+}
+
+// "1.5 GiB", "1 PiB"
+std::string size_string(double bytes) {
+  double scaled = bytes / 0x1p30;
+  const char *unit = "GiB";
+  for (const char *larger : {"TiB", "PiB", "EiB"})
+    if (scaled >= 1024) scaled /= 1024, unit = larger;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g %s", scaled, unit);
+  return text;
 }
 
 std::string memory_string(Memory memory, int device_id) {
@@ -307,7 +319,21 @@ Operand Call::output(py::handle object, const char *name, const std::vector<std:
     require_shape(a, name, shape);
     return a;
   }
-  if (first_numpy_) return read(new_numpy(dtype_, shape), name, true);
+  if (first_numpy_) {
+    py::array fresh;
+    try {
+      fresh = new_numpy(dtype_, shape);
+    } catch (const std::bad_alloc &) {  // as NumPy says it, with the op and the argument
+      double bytes = dtype_ == DType::f32 ? 4.0 : 8.0;
+      for (auto e : shape) bytes *= static_cast<double>(e);
+      const std::string what = std::string("hpipe.") + op_ + ": " + name + ": unable to allocate " +
+                               size_string(bytes) + " for a " + to_string(dtype_) + " array of shape " +
+                               shape_string(shape);
+      PyErr_SetString(PyExc_MemoryError, what.c_str());
+      throw py::error_already_set();
+    }
+    return read(fresh, name, true);
+  }
   if (!py::hasattr(first_, "new_empty"))
     type_error(name, "pass out=: hpipe makes new arrays like NumPy's and PyTorch's, and " + std::string(first_name_) +
                          " is a " + type_name(first_));

@@ -166,10 +166,12 @@ Shape4 cube_of(const std::string &op, const char *name, const Shape3 &measuremen
 }  // namespace detail
 
 Shape3 cassi_measurement_shape(const Shape4 &cube, Dispersion d) {
+  detail::check_dispersion("cassi_measurement_shape", d);
   return detail::measurement_of("cassi_measurement_shape", "cube", cube, d);
 }
 
 Shape4 cassi_cube_shape(const Shape3 &measurement, std::int64_t bands, Dispersion d) {
+  detail::check_dispersion("cassi_cube_shape", d);
   return detail::cube_of("cassi_cube_shape", "measurement", measurement, bands, d);
 }
 

@@ -164,6 +164,17 @@ def test_a_failed_export_is_named_without_its_traceback():
     assert message == "hpipe.exp: x: its __dlpack__ export failed: BufferError: cannot export"
 
 
+def test_outputs_too_large_fail_before_or_instead_of_allocating():
+    x, mask = np.ones((2, 3, 8, 9), np.float32), np.ones((8, 9), np.float32)
+    message = error_message(lambda: hpipe.cassi_forward(x, mask, 10**9), hpipe.Error)
+    assert "dispersion: |step| must be at most 2^24 pixels, got 1000000000" in message
+    # 2^48 elements from an input of one (zero strides): 1 PiB, past the address space, so that
+    # no allocator gives it even where memory is overcommitted.
+    wide = np.broadcast_to(np.ones(1, np.float32), (1 << 24, 1 << 24))
+    message = error_message(lambda: hpipe.exp(wide), MemoryError)
+    assert message == "hpipe.exp: out: unable to allocate 1 PiB for a float32 array of shape (16777216, 16777216)"
+
+
 def test_out_aliasing_an_input_is_an_error():
     x = np.ones((4, 8))
     assert "overlaps input x" in error_message(lambda: hpipe.exp(x, out=x), hpipe.Error)

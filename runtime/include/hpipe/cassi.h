@@ -61,7 +61,9 @@ class Mask {
   bool per_band_;
 };
 
-// Shape helpers: the measurement of a (B, C, H, W) cube, and the cube of a measurement.
+// Shape helpers: the measurement of a (B, C, H, W) cube, and the cube of a measurement. hpipe::Error
+// for a dispersion the ops refuse, a shape whose extents would overflow, or a measurement too small
+// for its bands.
 std::array<std::int64_t, 3> cassi_measurement_shape(const std::array<std::int64_t, 4> &cube, Dispersion d);
 std::array<std::int64_t, 4> cassi_cube_shape(const std::array<std::int64_t, 3> &measurement, std::int64_t bands,
                                              Dispersion d);
