@@ -2,11 +2,13 @@
 
 #include <cstdio>
 #include <new>
+#include <string_view>
 
 namespace hpipe::python {
 namespace {
 
 std::string type_name(py::handle object) {
+  if (object.is_none()) return "None";
   const py::handle type = py::type::handle_of(object);
   const std::string module = py::str(type.attr("__module__"));
   const std::string name = py::str(type.attr("__qualname__"));
@@ -69,15 +71,67 @@ bool Operand::c_contiguous() const {
   return true;
 }
 
-Call::Call(const char *op, const std::string &device) : op_(op) {
-  if (device == "auto")
-    options_.device = Device::automatic;
-  else if (device == "cpu")
-    options_.device = Device::cpu;
-  else if (device == "cuda")
-    options_.device = Device::cuda;
-  else
-    value_error("device", "expected 'auto', 'cpu' or 'cuda', got '" + device + "'");
+Call::Call(const char *op, py::handle device) : op_(op) {
+  if (!device) return;  // Options' default: automatic
+  static constexpr Device kDevices[] = {Device::automatic, Device::cpu, Device::cuda};
+  options_.device = kDevices[choice(device, "device", {"auto", "cpu", "cuda"})];
+}
+
+std::int64_t Call::integer_in(py::handle value, const char *name, std::int64_t low, std::int64_t high) const {
+  if (!PyIndex_Check(value.ptr())) type_error(name, "expected an int, got " + type_name(value));
+  const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (overflow || i < low || i > high)
+    value_error(name, "expected an int from " + std::to_string(low) + " to " + std::to_string(high) + ", got " +
+                          std::string(py::str(index)));
+  return i;
+}
+
+double Call::real(py::handle value, const char *name) const {
+  if (PyFloat_CheckExact(value.ptr())) return PyFloat_AS_DOUBLE(value.ptr());
+  // PyFloat_AsDouble takes __float__ and __index__; a str has neither, and None is no number.
+  const double x = PyFloat_AsDouble(value.ptr());
+  if (x == -1.0 && PyErr_Occurred()) {
+    const bool overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
+    if (!overflow && !PyErr_ExceptionMatches(PyExc_TypeError)) throw py::error_already_set();
+    PyErr_Clear();
+    if (overflow) value_error(name, "is too large for a float");
+    type_error(name, "expected a float, got " + type_name(value));
+  }
+  return x;
+}
+
+bool Call::boolean(py::handle value, const char *name) const {
+  PyObject *const v = value.ptr();
+  if (v == Py_True || v == Py_False) return v == Py_True;
+  // numpy.bool_ (numpy.bool in NumPy 2) has no __index__; ints are flags as in `if`.
+  const std::string type = Py_TYPE(v)->tp_name;
+  if (type == "numpy.bool_" || type == "numpy.bool" || PyIndex_Check(v)) {
+    const int truth = PyObject_IsTrue(v);
+    if (truth < 0) throw py::error_already_set();
+    return truth == 1;
+  }
+  type_error(name, "expected a bool, got " + type_name(value));
+}
+
+int Call::choice(py::handle value, const char *name, std::initializer_list<const char *> choices) const {
+  const auto expected = [&] {
+    std::string list = "expected ";
+    for (std::size_t i = 0; i < choices.size(); i++)
+      list += std::string(i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + "'" + choices.begin()[i] + "'";
+    return list;
+  };
+  if (!PyUnicode_Check(value.ptr())) type_error(name, expected() + " (a str), got " + type_name(value));
+  Py_ssize_t length = 0;
+  const char *text = PyUnicode_AsUTF8AndSize(value.ptr(), &length);
+  if (!text) throw py::error_already_set();
+  const std::string_view given(text, static_cast<std::size_t>(length));
+  for (std::size_t i = 0; i < choices.size(); i++)
+    if (given == choices.begin()[i]) return static_cast<int>(i);
+  value_error(name, expected() + ", got '" + std::string(given) + "'");
 }
 
 void Call::type_error(const char *name, const std::string &what) const {

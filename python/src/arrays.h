@@ -7,8 +7,11 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <initializer_list>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,7 +65,8 @@ struct Operand {
 // The arguments of one operation, named in its error messages as "hpipe.<op>: <argument>: ...".
 class Call {
  public:
-  Call(const char *op, const std::string &device);
+  // `device`: 'auto' (also when not given), 'cpu' or 'cuda'.
+  Call(const char *op, py::handle device = {});
 
   // An input. The first fixes the dtype, the memory (host or one CUDA device) and the kind of
   // new outputs; the others must match it.
@@ -84,6 +88,19 @@ class Call {
   // A number as the first input's kind: a NumPy scalar, or a 0-d array (into `out` when given).
   py::object scalar(double value, py::handle out);
 
+  // Scalar arguments, taken as NumPy takes them and named when they are not: an int (anything with
+  // __index__, in Int's range), a float (anything with __float__ or __index__), a bool (bool,
+  // numpy.bool_ or an int), and one of a few strs (returns its position in `choices`).
+  template <class Int = std::int64_t>
+  Int integer(py::handle value, const char *name) const {
+    using Limits = std::numeric_limits<Int>;
+    return static_cast<Int>(integer_in(
+        value, name, Limits::min(), std::min<std::uint64_t>(Limits::max(), std::numeric_limits<std::int64_t>::max())));
+  }
+  double real(py::handle value, const char *name) const;
+  bool boolean(py::handle value, const char *name) const;
+  int choice(py::handle value, const char *name, std::initializer_list<const char *> choices) const;
+
   // Rank checks, before views of a fixed rank are made: hpipe.Error naming the argument.
   void require_rank(const Operand &a, const char *name, int rank, const char *dims) const;
   void require_rank(const Operand &a, const char *name, int low, int high, const char *dims) const;
@@ -95,6 +112,7 @@ class Call {
   [[noreturn]] void value_error(const char *name, const std::string &what) const;
 
  private:
+  std::int64_t integer_in(py::handle value, const char *name, std::int64_t low, std::int64_t high) const;
   Operand read(py::handle object, const char *name, bool writable);
   void match_first(const Operand &a, const char *name);
   // The stream of the call: the current stream of the first CUDA array's library, asked once.

@@ -14,19 +14,9 @@ namespace {
 
 using Shape = std::vector<std::int64_t>;
 
-Dispersion dispersion(const Call &call, int step, const std::string &axis) {
-  if (axis == "width") return {step, Axis::width};
-  if (axis == "height") return {step, Axis::height};
-  call.value_error("axis", "expected 'width' or 'height', got '" + axis + "'");
-}
-
-// An integer argument (anything with __index__, as NumPy takes them).
-std::int64_t as_index(const Call &call, const py::handle &value, const char *name) {
-  if (!PyIndex_Check(value.ptr()))
-    call.type_error(name, "expected an int, got " + std::string(py::str(py::type::handle_of(value).attr("__name__"))));
-  const Py_ssize_t i = PyNumber_AsSsize_t(value.ptr(), PyExc_OverflowError);
-  if (i == -1 && PyErr_Occurred()) throw py::error_already_set();
-  return i;
+Dispersion dispersion(const Call &call, py::handle step, py::handle axis) {
+  static constexpr Axis kAxes[] = {Axis::width, Axis::height};
+  return {call.integer<int>(step, "step"), kAxes[call.choice(axis, "axis", {"width", "height"})]};
 }
 
 template <class T>
@@ -59,8 +49,8 @@ void with_rank(int rank, F &&f) {
 
 // ---- CASSI ----
 
-py::object cassi_forward(py::handle x_object, py::handle mask_object, int step, const std::string &axis,
-                         py::handle out_object, const std::string &device) {
+py::object cassi_forward(py::handle x_object, py::handle mask_object, py::handle step, py::handle axis,
+                         py::handle out_object, py::handle device) {
   Call call("cassi_forward", device);
   const Dispersion d = dispersion(call, step, axis);
   const Operand x = call.input(x_object, "x");
@@ -77,9 +67,9 @@ py::object cassi_forward(py::handle x_object, py::handle mask_object, int step, 
 }
 
 // The band count C of a cube made from a measurement: `bands`, else out's, else a per-band mask's.
-std::int64_t band_count(const Call &call, const py::object &bands, const Operand *out, const Operand &mask) {
+std::int64_t band_count(const Call &call, py::handle bands, const Operand *out, const Operand &mask) {
   if (!bands.is_none()) {
-    const auto c = as_index(call, bands, "bands");
+    const auto c = call.integer(bands, "bands");
     if (c < 1) call.value_error("bands", "expected at least 1, got " + std::to_string(c));
     if (out && out->shape[1] != c)
       call.value_error("bands", "is " + std::to_string(c) + " but out has " + std::to_string(out->shape[1]));
@@ -91,7 +81,7 @@ std::int64_t band_count(const Call &call, const py::object &bands, const Operand
 }
 
 // The cube (B, C, H, W) made from measurement y: out=, checked, or a new one.
-Operand cube_output(Call &call, const Operand &y, const Operand &mask, const py::object &bands, Dispersion d,
+Operand cube_output(Call &call, const Operand &y, const Operand &mask, py::handle bands, Dispersion d,
                     py::handle out_object) {
   const auto shape = [&](std::int64_t c) {
     return to_shape(cassi_cube_shape({y.shape[0], y.shape[1], y.shape[2]}, c, d));
@@ -105,9 +95,8 @@ Operand cube_output(Call &call, const Operand &y, const Operand &mask, const py:
 
 // adjoint, pinv, pinv_alpha: measurement (B, H, W') and mask -> cube (B, C, H, W).
 template <class Run>
-py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py::handle mask_object,
-                               const py::object &bands, int step, const std::string &axis, py::handle out_object,
-                               const std::string &device) {
+py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py::handle mask_object, py::handle bands,
+                               py::handle step, py::handle axis, py::handle out_object, py::handle device) {
   Call call(op, device);
   const Dispersion d = dispersion(call, step, axis);
   const Operand y = call.input(y_object, "y");
@@ -122,8 +111,8 @@ py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py:
   return out.object;
 }
 
-py::object cassi_phi(py::handle mask_object, const py::object &bands, int step, const std::string &axis,
-                     py::handle out_object, const std::string &device) {
+py::object cassi_phi(py::handle mask_object, py::handle bands, py::handle step, py::handle axis, py::handle out_object,
+                     py::handle device) {
   Call call("cassi_phi", device);
   const Dispersion d = dispersion(call, step, axis);
   const Operand mask = read_mask(call, mask_object);
@@ -140,8 +129,8 @@ py::object cassi_phi(py::handle mask_object, const py::object &bands, int step, 
 }
 
 // shift (B, C, H, W) -> (B, C, H', W') and shift_back, its inverse.
-py::object cassi_shift_either(bool back, py::handle x_object, int step, const std::string &axis, py::handle out_object,
-                              const std::string &device) {
+py::object cassi_shift_either(bool back, py::handle x_object, py::handle step, py::handle axis, py::handle out_object,
+                              py::handle device) {
   const char *name = back ? "shifted" : "x";
   Call call(back ? "cassi_shift_back" : "cassi_shift", device);
   const Dispersion d = dispersion(call, step, axis);
@@ -168,7 +157,7 @@ py::object cassi_shift_either(bool back, py::handle x_object, int step, const st
 
 // ---- dot, conv1d ----
 
-py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_object, const std::string &device) {
+py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_object, py::handle device) {
   Call call("batched_dot", device);
   // On CUDA, two transposed views are read in place (a kernel over columns); any other mix is
   // read row by row.
@@ -192,16 +181,11 @@ py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_
   return out.object;
 }
 
-py::object conv1d(py::handle a_object, py::handle v_object, const std::string &mode_name, py::handle out_object,
-                  const std::string &device) {
+py::object conv1d(py::handle a_object, py::handle v_object, py::handle mode_object, py::handle out_object,
+                  py::handle device) {
   Call call("conv1d", device);
-  ConvMode mode = ConvMode::full;
-  if (mode_name == "same")
-    mode = ConvMode::same;
-  else if (mode_name == "valid")
-    mode = ConvMode::valid;
-  else if (mode_name != "full")
-    call.value_error("mode", "expected 'full', 'same' or 'valid', got '" + mode_name + "'");
+  static constexpr ConvMode kModes[] = {ConvMode::full, ConvMode::same, ConvMode::valid};
+  const ConvMode mode = kModes[call.choice(mode_object, "mode", {"full", "same", "valid"})];
   const Operand a = call.input(a_object, "a");
   call.require_rank(a, "a", 2, "(N, La)");
   const Operand v = call.input(v_object, "v");
@@ -223,8 +207,7 @@ py::object conv1d(py::handle a_object, py::handle v_object, const std::string &m
 
 enum class Elementwise { exp, log, erf };
 
-py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::handle out_object,
-                       const std::string &device) {
+py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::handle out_object, py::handle device) {
   Call call(op, device);
   const Operand x = call.input(x_object, "x");
   call.require_rank(x, "x", 1, 4, "");
@@ -246,14 +229,13 @@ py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::
   return out.object;
 }
 
-py::object logsumexp(py::handle x_object, const py::object &axis_object, py::handle out_object,
-                     const std::string &device) {
+py::object logsumexp(py::handle x_object, const py::object &axis_object, py::handle out_object, py::handle device) {
   Call call("logsumexp", device);
   Operand x = call.input(x_object, "x");
   call.require_rank(x, "x", 1, 4, "");
   int axis = 0;
   if (!axis_object.is_none()) {
-    const std::int64_t a = as_index(call, axis_object, "axis");
+    const std::int64_t a = call.integer(axis_object, "axis");
     if (a < -x.rank || a >= x.rank)
       call.value_error("axis", "expected -" + std::to_string(x.rank) + " to " + std::to_string(x.rank - 1) +
                                    " for x of shape " + shape_string(x.shape_vector()) + ", got " + std::to_string(a));
@@ -321,38 +303,32 @@ class Progress {
   bool bar_;
 };
 
+// gap_tv's and admm_tv's other arguments as given; `knob` is GAP's `accelerate` or ADMM's `gamma`.
 struct ReconArgs {
-  py::object bands;
-  int step;
-  std::string axis;
-  int iterations;
-  double lam, gamma;
-  bool accelerate;
-  double tv_weight;
-  int tv_iterations;
-  bool vectorial;
-  py::object callback;
-  bool progress;
+  py::handle bands, step, axis, iterations, lam, knob, tv_weight, tv_iterations, vectorial, callback, progress;
 };
 
 py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle mask_object, const ReconArgs &args,
-                          py::handle out_object, const std::string &device) {
+                          py::handle out_object, py::handle device) {
   const char *op = method == ReconMethod::gap_tv ? "gap_tv" : "admm_tv";
   Call call(op, device);
   ReconParams params;
   params.dispersion = dispersion(call, args.step, args.axis);
-  params.iterations = args.iterations;
-  params.lambda = args.lam;
-  params.gamma = args.gamma;
-  params.accelerate = args.accelerate;
-  params.tv = {args.tv_weight, args.tv_iterations, args.vectorial};
+  params.iterations = call.integer<int>(args.iterations, "iterations");
+  params.lambda = call.real(args.lam, "lam");
+  if (method == ReconMethod::gap_tv)
+    params.accelerate = call.boolean(args.knob, "accelerate");
+  else
+    params.gamma = call.real(args.knob, "gamma");
+  params.tv = {call.real(args.tv_weight, "tv_weight"), call.integer<int>(args.tv_iterations, "tv_iterations"),
+               call.boolean(args.vectorial, "vectorial")};
   if (!args.callback.is_none() && !PyCallable_Check(args.callback.ptr()))
     call.type_error("callback", "expected a callable or None");
   const Operand y = call.input(y_object, "y");
   call.require_rank(y, "y", 3, "(B, H, W') or (B, H', W)");
   const Operand mask = read_mask(call, mask_object);
   const Operand out = cube_output(call, y, mask, args.bands, params.dispersion, out_object);
-  const IterationCallback progress = Progress(op, args.callback, args.progress);
+  const IterationCallback progress = Progress(op, args.callback, call.boolean(args.progress, "progress"));
   dispatch(call.dtype(), [&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
@@ -364,26 +340,29 @@ py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle ma
   return out.object;
 }
 
-py::object tv_denoise(py::handle x_object, double weight, int iterations, bool vectorial, py::handle out_object,
-                      const std::string &device) {
+py::object tv_denoise(py::handle x_object, py::handle weight, py::handle iterations, py::handle vectorial,
+                      py::handle out_object, py::handle device) {
   Call call("tv_denoise", device);
+  const TvParams params{call.real(weight, "weight"), call.integer<int>(iterations, "iterations"),
+                        call.boolean(vectorial, "vectorial")};
   const Operand x = call.input(x_object, "x");
   call.require_rank(x, "x", 4, "(B, C, H, W)");
   const Operand out = call.output(out_object, "out", x.shape_vector());
   dispatch(call.dtype(), [&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
-    hpipe::tv_denoise(x.input<T, 4>(), TvParams{weight, iterations, vectorial}, out.view<T, 4>(), call.options());
+    hpipe::tv_denoise(x.input<T, 4>(), params, out.view<T, 4>(), call.options());
   });
   return out.object;
 }
 
 // psnr and ssim: two (H, W) host images -> a number.
 template <class Run>
-double image_quality(const char *op, Run run, py::handle estimate_object, py::handle truth_object, double scale,
-                     const std::string &device) {
+double image_quality(const char *op, Run run, py::handle estimate_object, py::handle truth_object,
+                     const char *scale_name, py::handle scale_object, py::handle device) {
   Call call(op, device);
   if (call.options().device == Device::cuda) call.value_error("device", "runs on the CPU only");
+  const double scale = call.real(scale_object, scale_name);
   const Operand estimate = call.input(estimate_object, "estimate");
   call.require_rank(estimate, "estimate", 2, "(H, W)");
   const Operand truth = call.input(truth_object, "truth");
@@ -395,10 +374,13 @@ double image_quality(const char *op, Run run, py::handle estimate_object, py::ha
   });
 }
 
-py::tuple synth(std::int64_t bands, std::int64_t height, std::int64_t width, std::uint64_t seed,
-                const std::string &device) {
+py::tuple synth(py::handle bands_object, py::handle height_object, py::handle width_object, py::handle seed_object,
+                py::handle device) {
   const Call call("synth", device);
   if (call.options().device == Device::cuda) call.value_error("device", "runs on the CPU only");
+  const auto bands = call.integer(bands_object, "bands"), height = call.integer(height_object, "height"),
+             width = call.integer(width_object, "width");
+  const auto seed = call.integer<std::uint64_t>(seed_object, "seed");
   Array<float, 3> scene;
   Array<float, 2> mask;
   {
@@ -442,41 +424,29 @@ PYBIND11_MODULE(_core, m) {
   const auto bands = py::arg("bands") = py::none();
 
   m.def("cassi_forward", &cassi_forward, docs::kCassiForward, "x"_a, "mask"_a, step, axis, py::kw_only(), out, device);
-  m.def(
-      "cassi_adjoint",
-      [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
-         const std::string &device) {
-        return measurement_to_cube(
-            "cassi_adjoint", [](auto... a) { hpipe::cassi_adjoint(a...); }, y, mask, bands, step, axis, out, device);
-      },
-      docs::kCassiAdjoint, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
-  m.def(
-      "cassi_pinv",
-      [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
-         const std::string &device) {
-        return measurement_to_cube(
-            "cassi_pinv", [](auto... a) { hpipe::cassi_pinv(a...); }, y, mask, bands, step, axis, out, device);
-      },
-      docs::kCassiPinv, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
-  m.def(
-      "cassi_pinv_alpha",
-      [](py::handle y, py::handle mask, const py::object &bands, int step, const std::string &axis, py::handle out,
-         const std::string &device) {
-        return measurement_to_cube(
-            "cassi_pinv_alpha", [](auto... a) { hpipe::cassi_pinv_alpha(a...); }, y, mask, bands, step, axis, out,
-            device);
-      },
-      docs::kCassiPinvAlpha, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
+  // adjoint, pinv, pinv_alpha: a measurement to a cube.
+  const auto def_measurement_to_cube = [&](const char *name, const char *doc, auto run) {
+    m.def(
+        name,
+        [name, run](py::handle y, py::handle mask, py::handle bands, py::handle step, py::handle axis, py::handle out,
+                    py::handle device) {
+          return measurement_to_cube(name, run, y, mask, bands, step, axis, out, device);
+        },
+        doc, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
+  };
+  def_measurement_to_cube("cassi_adjoint", docs::kCassiAdjoint, [](auto... a) { hpipe::cassi_adjoint(a...); });
+  def_measurement_to_cube("cassi_pinv", docs::kCassiPinv, [](auto... a) { hpipe::cassi_pinv(a...); });
+  def_measurement_to_cube("cassi_pinv_alpha", docs::kCassiPinvAlpha, [](auto... a) { hpipe::cassi_pinv_alpha(a...); });
   m.def("cassi_phi", &cassi_phi, docs::kCassiPhi, "mask"_a, bands, step, axis, py::kw_only(), out, device);
   m.def(
       "cassi_shift",
-      [](py::handle x, int step, const std::string &axis, py::handle out, const std::string &device) {
+      [](py::handle x, py::handle step, py::handle axis, py::handle out, py::handle device) {
         return cassi_shift_either(false, x, step, axis, out, device);
       },
       docs::kCassiShift, "x"_a, step, axis, py::kw_only(), out, device);
   m.def(
       "cassi_shift_back",
-      [](py::handle shifted, int step, const std::string &axis, py::handle out, const std::string &device) {
+      [](py::handle shifted, py::handle step, py::handle axis, py::handle out, py::handle device) {
         return cassi_shift_either(true, shifted, step, axis, out, device);
       },
       docs::kCassiShiftBack, "shifted"_a, step, axis, py::kw_only(), out, device);
@@ -486,19 +456,19 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "exp",
-      [](py::handle x, py::handle out, const std::string &device) {
+      [](py::handle x, py::handle out, py::handle device) {
         return elementwise(Elementwise::exp, "exp", x, out, device);
       },
       docs::kExp, "x"_a, py::kw_only(), out, device);
   m.def(
       "log",
-      [](py::handle x, py::handle out, const std::string &device) {
+      [](py::handle x, py::handle out, py::handle device) {
         return elementwise(Elementwise::log, "log", x, out, device);
       },
       docs::kLog, "x"_a, py::kw_only(), out, device);
   m.def(
       "erf",
-      [](py::handle x, py::handle out, const std::string &device) {
+      [](py::handle x, py::handle out, py::handle device) {
         return elementwise(Elementwise::erf, "erf", x, out, device);
       },
       docs::kErf, "x"_a, py::kw_only(), out, device);
@@ -508,20 +478,14 @@ PYBIND11_MODULE(_core, m) {
         py::kw_only(), out, device);
   // gap_tv and admm_tv differ in one knob: GAP's `accelerate`, ADMM's `gamma`.
   const hpipe::ReconParams defaults;
-  const auto def_recon = [&](const char *name, const char *doc, hpipe::ReconMethod method, auto knob_type,
-                             py::arg_v knob) {
-    using Knob = decltype(knob_type);
+  const auto def_recon = [&](const char *name, const char *doc, hpipe::ReconMethod method, py::arg_v knob) {
     m.def(
         name,
-        [method](py::handle y, py::handle mask, py::object bands, int step, std::string axis, int iterations,
-                 double lam, Knob knob, double tv_weight, int tv_iterations, bool vectorial, py::object callback,
-                 bool progress, py::handle out, const std::string &device) {
-          ReconArgs args{std::move(bands), step,          std::move(axis), iterations,          lam,     0.0, false,
-                         tv_weight,        tv_iterations, vectorial,       std::move(callback), progress};
-          if constexpr (std::is_same_v<Knob, bool>)
-            args.accelerate = knob;
-          else
-            args.gamma = knob;
+        [method](py::handle y, py::handle mask, py::handle bands, py::handle step, py::handle axis,
+                 py::handle iterations, py::handle lam, py::handle knob, py::handle tv_weight, py::handle tv_iterations,
+                 py::handle vectorial, py::handle callback, py::handle progress, py::handle out, py::handle device) {
+          const ReconArgs args{bands,     step,          axis,      iterations, lam,     knob,
+                               tv_weight, tv_iterations, vectorial, callback,   progress};
           return reconstruct_tv(method, y, mask, args, out, device);
         },
         doc, "y"_a, "mask"_a, bands, step, axis, "iterations"_a = defaults.iterations, "lam"_a = defaults.lambda, knob,
@@ -529,14 +493,14 @@ PYBIND11_MODULE(_core, m) {
         "vectorial"_a = defaults.tv.vectorial, py::kw_only(), "callback"_a = py::none(), "progress"_a = false, out,
         device);
   };
-  def_recon("gap_tv", docs::kGapTv, hpipe::ReconMethod::gap_tv, bool{}, "accelerate"_a = defaults.accelerate);
-  def_recon("admm_tv", docs::kAdmmTv, hpipe::ReconMethod::admm_tv, double{}, "gamma"_a = defaults.gamma);
+  def_recon("gap_tv", docs::kGapTv, hpipe::ReconMethod::gap_tv, "accelerate"_a = defaults.accelerate);
+  def_recon("admm_tv", docs::kAdmmTv, hpipe::ReconMethod::admm_tv, "gamma"_a = defaults.gamma);
   // psnr and ssim: a number from two images and a scale.
   const auto def_quality = [&](const char *name, const char *doc, const char *scale, auto run) {
     m.def(
         name,
-        [name, run](py::handle estimate, py::handle truth, double scale, const std::string &device) {
-          return image_quality(name, run, estimate, truth, scale, device);
+        [name, scale, run](py::handle estimate, py::handle truth, py::handle scale_value, py::handle device) {
+          return image_quality(name, run, estimate, truth, scale, scale_value, device);
         },
         doc, "estimate"_a, "truth"_a, py::arg(scale) = 1.0, py::kw_only(), device);
   };
@@ -545,7 +509,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("synth", &synth, docs::kSynth, "bands"_a = 28, "height"_a = 256, "width"_a = 256, "seed"_a = 1, py::kw_only(),
         device);
 
-  m.def("set_num_threads", &hpipe::set_num_threads, docs::kSetNumThreads, "n"_a);
+  m.def(
+      "set_num_threads", [](py::handle n) { hpipe::set_num_threads(Call("set_num_threads").integer<int>(n, "n")); },
+      docs::kSetNumThreads, "n"_a);
   m.def("num_threads", &hpipe::num_threads, docs::kNumThreads);
   m.def("cuda_available", &hpipe::cuda_available, docs::kCudaAvailable);
   m.def("cuda_unavailable_reason", &hpipe::cuda_unavailable_reason, docs::kCudaUnavailableReason);

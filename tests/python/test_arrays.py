@@ -118,9 +118,45 @@ def error_message(call, exception):
     (lambda: hpipe.gap_tv(np.ones((1, 3, 6)), np.ones((3, 4)), bands=2, callback=3), TypeError,
      "callback: expected a callable or None"),
     (lambda: hpipe.psnr(np.ones((3, 4)), np.ones((3, 4)), device="cuda"), hpipe.Error, "device: runs on the CPU only"),
+    # Scalars of the wrong type are named too (not pybind11's "incompatible function arguments").
+    (lambda: hpipe.cassi_forward(np.ones((1, 2, 3, 4)), np.ones((3, 4)), step=2.0), TypeError,
+     "hpipe.cassi_forward: step: expected an int, got float"),
+    (lambda: hpipe.cassi_forward(np.ones((1, 2, 3, 4)), np.ones((3, 4)), step=2**40), hpipe.Error,
+     "step: expected an int from -2147483648 to 2147483647, got 1099511627776"),
+    (lambda: hpipe.cassi_shift(np.ones((1, 2, 3, 4)), axis=1), TypeError,
+     "hpipe.cassi_shift: axis: expected 'width' or 'height' (a str), got int"),
+    (lambda: hpipe.exp(np.ones(3), device=None), TypeError,
+     "hpipe.exp: device: expected 'auto', 'cpu' or 'cuda' (a str), got None"),
+    (lambda: hpipe.conv1d(np.ones((2, 3)), np.ones(3), mode=b"same"), TypeError, "mode: expected 'full', 'same' or"),
+    (lambda: hpipe.tv_denoise(np.ones((1, 2, 3, 4)), weight="0.1"), TypeError,
+     "hpipe.tv_denoise: weight: expected a float, got str"),
+    (lambda: hpipe.tv_denoise(np.ones((1, 2, 3, 4)), weight=10**400), hpipe.Error, "weight: is too large for a float"),
+    (lambda: hpipe.tv_denoise(np.ones((1, 2, 3, 4)), iterations=2.5), TypeError, "iterations: expected an int, got float"),
+    (lambda: hpipe.tv_denoise(np.ones((1, 2, 3, 4)), vectorial=None), TypeError, "vectorial: expected a bool, got None"),
+    (lambda: hpipe.gap_tv(np.ones((1, 3, 6)), np.ones((3, 4)), bands=2, accelerate="yes"), TypeError,
+     "hpipe.gap_tv: accelerate: expected a bool, got str"),
+    (lambda: hpipe.admm_tv(np.ones((1, 3, 6)), np.ones((3, 4)), bands=2, gamma=None), TypeError,
+     "hpipe.admm_tv: gamma: expected a float, got None"),
+    (lambda: hpipe.admm_tv(np.ones((1, 3, 6)), np.ones((3, 4)), bands=2.0), TypeError, "bands: expected an int, got float"),
+    (lambda: hpipe.ssim(np.ones((3, 4)), np.ones((3, 4)), data_range="1"), TypeError,
+     "hpipe.ssim: data_range: expected a float, got str"),
+    (lambda: hpipe.synth(seed=-1), hpipe.Error, "hpipe.synth: seed: expected an int from 0 to"),
+    (lambda: hpipe.set_num_threads(1.5), TypeError, "hpipe.set_num_threads: n: expected an int, got float"),
 ])
 def test_bad_input_is_named(call, exception, message):
     assert message in error_message(call, exception)
+
+
+def test_scalar_arguments_take_numpy_scalars_as_numpy_does(rng):
+    cube = rng.random((1, 3, 5, 6), dtype=np.float32)
+    mask = rng.random((5, 6), dtype=np.float32)
+    np.testing.assert_array_equal(hpipe.cassi_forward(cube, mask, np.int64(-1), axis=np.str_("height")),
+                                  hpipe.cassi_forward(cube, mask, -1, axis="height"))
+    # A flag may be numpy.bool_ or an int, as in `if`; the float (np.float32(0.25) is exact) converts.
+    np.testing.assert_array_equal(hpipe.tv_denoise(cube, np.float32(0.25), np.int32(3), np.bool_(True)),
+                                  hpipe.tv_denoise(cube, 0.25, 3, True))
+    np.testing.assert_array_equal(hpipe.tv_denoise(cube, 1, iterations=2, vectorial=0),
+                                  hpipe.tv_denoise(cube, 1.0, iterations=2, vectorial=False))
 
 
 class FakeCudaArray:
