@@ -139,6 +139,25 @@ TEST(Conv1dViews, StridedInputsAndOutputs) {
   }
 }
 
+// Innermost strides of 0 (a torch gradient expanded from one value per row, or from a scalar) are
+// read through the runtime's dense copy.
+TEST(Conv1dViews, ExpandedInputs) {
+  const Problem p{5, 9, 3};
+  const auto column = random_array<float, 1>({p.n}, 5);
+  const auto v = random_array<float, 2>({p.n, p.lv}, 6);
+  Array<float, 2> a({p.n, p.la}), a_scalar({p.n, p.la});
+  for (std::int64_t i = 0; i < p.n; i++)
+    for (std::int64_t x = 0; x < p.la; x++) a(i, x) = column(i), a_scalar(i, x) = column(0);
+  const View<const float, 2> per_row(column.data(), {p.n, p.la}, {1, 0}), scalar(column.data(), {p.n, p.la}, {0, 0});
+  for (const auto &[view, dense] : {std::pair{per_row, &a}, std::pair{scalar, &a_scalar}}) {
+    const auto expected =
+        reference::batched_convolve(to_doubles(*dense), to_doubles(v), p.n, p.la, p.lv, false, "full");
+    auto out = poisoned<float, 2>({p.n, conv1d_length(p.la, p.lv, ConvMode::full)});
+    conv1d(view, v.view(), ConvMode::full, out.view(), {Device::cpu});
+    EXPECT_TRUE(all_near(to_doubles(out), expected, tolerance::conv1d_positive<float>(p.lv)));
+  }
+}
+
 TEST(Conv1dErrors, BadArgumentsNameTheArgument) {
   const Options cpu{Device::cpu};
   const auto a = random_array<float, 2>({4, 9}, 1);

@@ -18,7 +18,23 @@ namespace hpipe::detail {
 
 namespace {
 
-// Copies every element of `from` into `to` (host buffers of one type and extents, any strides).
+// One row of `count` elements of T, any strides (a stride-0 source fills the row).
+template <class T>
+void copy_row(const std::uint8_t *source, std::int64_t source_stride, std::uint8_t *target, std::int64_t target_stride,
+              std::int64_t count) {
+  if (source_stride == 1 && target_stride == 1) {
+    std::memcpy(target, source, static_cast<std::size_t>(count) * sizeof(T));
+    return;
+  }
+  T value;
+  for (std::int64_t x = 0; x < count; x++) {
+    std::memcpy(&value, source + x * source_stride * std::int64_t(sizeof(T)), sizeof(T));
+    std::memcpy(target + x * target_stride * std::int64_t(sizeof(T)), &value, sizeof(T));
+  }
+}
+
+// Copies every element of `from` into `to` (host buffers of one type and extents, any strides),
+// row by row, each row a typed loop (an expanded gradient, all strides 0, is a common input).
 // Not Halide 14's Buffer::copy_from: when it merges dimensions it advances a pointer by an
 // uninitialised stride (for_each_value_prep), which UBSan reports, now and then, as an overflow.
 void copy_elements(const halide_buffer_t &from, const halide_buffer_t &to) {
@@ -30,6 +46,10 @@ void copy_elements(const halide_buffer_t &from, const halide_buffer_t &to) {
   }
   for (int d = 0; d < rank; d++)
     if (from.dim[d].extent <= 0) return;
+  const auto row = bytes == 8   ? copy_row<std::uint64_t>
+                   : bytes == 4 ? copy_row<std::uint32_t>
+                   : bytes == 2 ? copy_row<std::uint16_t>
+                                : copy_row<std::uint8_t>;
   std::vector<std::int64_t> index(static_cast<std::size_t>(rank), 0);  // the outer dimensions' (index[0] unused)
   while (true) {
     const std::uint8_t *source = from.host;
@@ -38,9 +58,7 @@ void copy_elements(const halide_buffer_t &from, const halide_buffer_t &to) {
       source += index[d] * from.dim[d].stride * bytes;
       target += index[d] * to.dim[d].stride * bytes;
     }
-    for (std::int64_t x = 0; x < from.dim[0].extent; x++)
-      std::memcpy(target + x * to.dim[0].stride * bytes, source + x * from.dim[0].stride * bytes,
-                  static_cast<std::size_t>(bytes));
+    row(source, from.dim[0].stride, target, to.dim[0].stride, from.dim[0].extent);
     int d = 1;
     for (; d < rank; d++) {
       if (++index[d] < from.dim[d].extent) break;
