@@ -281,10 +281,41 @@ def main():
         others = ", ".join(f"{name} {show(t)}" for name, t in peer_times.items() if name != best)
         print(f"{'':28s}   other peers: {others}" if others else "", flush=True)
 
+    if hpipe and not args.filter:
+        autograd_figures(args.device, args.repeats)
     if hpipe and args.device == "cpu" and np and not args.filter:
         small_call_figures(cpp, args.device, args.repeats)
     if hpipe and args.device == "cuda" and not args.filter:
         cuda_tiny_calls(args.repeats)
+
+
+def autograd_figures(device, repeats):
+    """CASSI A through hpipe.torch as an unrolled network calls it, small (the cost of a call) and
+    one W4 image: hpipe's kernel alone, the same outside autograd (no_grad), and forward + backward
+    beside PyTorch's slice-adds."""
+    import hpipe.torch as ht
+    gen = torch.Generator(device=device).manual_seed(5)
+    print("\nCASSI A through hpipe.torch (S = 2, shared mask): kernel / no_grad / forward + backward, "
+          "slice-adds forward + backward")
+    for b, c, h, w in ((1, 4, 8, 8), (1, 28, 256, 256)):
+        x = torch.rand(b, c, h, w, generator=gen, device=device).requires_grad_()
+        mask = torch.rand(h, w, generator=gen, device=device)
+        grad = torch.ones(b, h, w + (c - 1) * 2, device=device)
+
+        def slice_adds():
+            y = x.new_zeros(grad.shape)
+            masked = x * mask
+            for i in range(c):
+                y[:, :, i * 2:i * 2 + w] += masked[:, i]
+            return y
+
+        detached = x.detach()
+        kernel = seconds_per_call(lambda: hpipe.cassi_forward(detached, mask, 2), device, repeats)
+        with torch.no_grad():
+            no_grad = seconds_per_call(lambda: ht.cassi_forward(x, mask, 2), device, repeats)
+        times = [kernel, no_grad] + [seconds_per_call(f, device, repeats) for f in (
+            lambda: ht.cassi_forward(x, mask, 2).backward(grad), lambda: slice_adds().backward(grad))]
+        print(f"  {b}x{c}x{h}x{w}: " + " / ".join(show(t) for t in times[:3]) + f", peer {show(times[3])}")
 
 
 def small_call_figures(cpp, device, repeats):

@@ -165,6 +165,36 @@ def test_logsumexp_gradients_and_values(shape, axis):
     torch.testing.assert_close(ht.logsumexp(x, axis), want)
 
 
+# Each function with arguments that require grad (the mask too, where there is one).
+WITHOUT_GRAPH = [
+    (lambda x, m, y: ht.cassi_forward(x, m, 2)),
+    (lambda x, m, y: ht.cassi_adjoint(y, m, C, 2)),
+    (lambda x, m, y: ht.cassi_pinv(y, m, C, 2)),
+    (lambda x, m, y: ht.cassi_phi(m, C, 2)),
+    (lambda x, m, y: ht.cassi_shift(x, 2)),
+    (lambda x, m, y: ht.batched_dot(x.reshape(B, -1), x.reshape(B, -1))),
+    (lambda x, m, y: ht.conv1d(x.reshape(-1, W), m[0])),
+    (lambda x, m, y: ht.erf(x)),
+    (lambda x, m, y: ht.logsumexp(x, 1)),
+]
+
+
+@pytest.mark.parametrize("fn", WITHOUT_GRAPH)
+def test_calls_outside_autograd_record_nothing_and_agree(fn):
+    # Without a graph to record (grad mode off, or no argument that requires grad) the functions
+    # skip autograd's node: the same values, no grad_fn, and arguments that require grad accepted.
+    x, mask, y = cassi_inputs(2, "width", False, "cpu", requires_grad=True)
+    recorded = fn(x, mask, y)
+    assert recorded.grad_fn is not None
+    with torch.no_grad():
+        plain = fn(x, mask, y)
+    assert plain.grad_fn is None and not plain.requires_grad
+    torch.testing.assert_close(plain, recorded.detach(), rtol=0, atol=0)
+    detached = fn(x.detach(), mask.detach(), y.detach())
+    assert detached.grad_fn is None
+    torch.testing.assert_close(detached, plain, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_forward_and_backward_on_device(device, dtype):
