@@ -228,6 +228,52 @@ TEST(Scratch, BlocksAreAlignedUsableAndApart) {
   }
 }
 
+// An output whose elements share memory (a stride of 0: an expanded torch tensor given as out=)
+// would end up holding one of its values everywhere: every op refuses it, also where it splits or
+// copies its views before the kernel calls. Inputs may share memory freely.
+TEST(Outputs, ElementsSharingMemoryAreRefusedByEveryOp) {
+  const Options cpu{Device::cpu};
+  auto x = random_array<float, 2>({3, 8}, 1);
+  std::vector<float> storage(64, std::nanf(""));
+  const View<float, 2> rows_alike(storage.data(), {3, 8}, {0, 1}), one_value(storage.data(), {3, 8}, {0, 0});
+  const char *share = "its elements may share memory";
+  EXPECT_HPIPE_ERROR(hpipe::exp(x.view(), rows_alike, cpu), "hpipe::exp", "y", share, "strides (0, 1)");
+  EXPECT_HPIPE_ERROR(hpipe::exp(x.view(), one_value, cpu), "hpipe::exp", "y", share);
+  const View<float, 2> strided_rows_alike(storage.data(), {3, 8}, {0, 2});  // the one-call-per-row path
+  EXPECT_HPIPE_ERROR(hpipe::erf(x.view(), strided_rows_alike, cpu), "hpipe::erf", "y", share);
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(x.view(), 0, View<float, 1>(storage.data(), {8}, {0}), cpu), "hpipe::logsumexp",
+                     "out", share);
+  EXPECT_HPIPE_ERROR(hpipe::batched_dot(x.view(), x.view(), View<float, 1>(storage.data(), {3}, {0}), cpu),
+                     "hpipe::batched_dot", "out", share);
+  EXPECT_HPIPE_ERROR(hpipe::conv1d(x.view(), View<const float, 1>(x.data(), {3}), ConvMode::valid,
+                                   View<float, 2>(storage.data(), {3, 6}, {0, 1}), cpu),
+                     "hpipe::conv1d", "out", share);
+  const auto cube = random_array<float, 4>({1, 2, 3, 4}, 2);
+  EXPECT_HPIPE_ERROR(hpipe::cassi_forward(cube.view(), Mask<float>(View<const float, 2>(x.data(), {3, 4})), {1},
+                                          View<float, 3>(storage.data(), {1, 3, 5}, {15, 0, 1}), cpu),
+                     "hpipe::cassi_forward", "y", share);
+  EXPECT_HPIPE_ERROR(
+      hpipe::tv_denoise(cube.view(), {}, View<float, 4>(storage.data(), {1, 2, 3, 4}, {24, 0, 4, 1}), cpu),
+      "hpipe::tv_denoise", "out", share);
+  // Strides that interleave without sharing (offsets 0, 2, 4 and 3, 5, 7) are refused too: the rule
+  // is on the strides, not on each element's address.
+  EXPECT_HPIPE_ERROR(
+      hpipe::exp(View<const float, 2>(x.data(), {3, 2}), View<float, 2>(storage.data(), {3, 2}, {2, 3}), cpu), share);
+  // Transposed, reversed and sliced views of dense arrays are written as given.
+  Array<float, 2> wide({8, 6});
+  const View<float, 2> transposed_slice(wide.data() + 1, {3, 8}, {2, 6});
+  const View<float, 2> reversed(storage.data() + 23, {3, 8}, {-8, -1});
+  auto dense = poisoned<float, 2>({3, 8});
+  hpipe::exp(x.view(), dense.view(), cpu);
+  hpipe::exp(x.view(), transposed_slice, cpu);
+  hpipe::exp(x.view(), reversed, cpu);
+  for (std::int64_t i = 0; i < 3; i++)
+    for (std::int64_t j = 0; j < 8; j++) {
+      EXPECT_EQ(transposed_slice(i, j), dense(i, j)) << i << ", " << j;
+      EXPECT_EQ(reversed(i, j), dense(i, j)) << i << ", " << j;
+    }
+}
+
 TEST(Device, ProbeNeverAbortsAndExplainsItself) {
   const bool usable = cuda_available();  // on a machine without a driver this must simply say no
   EXPECT_EQ(cuda_available(), usable);

@@ -112,6 +112,26 @@ void check_extents(const std::string &op, const std::string &name, int rank, con
                shape_string(std::vector<std::int64_t>(shape, shape + rank)));
 }
 
+void check_output_layout(const std::string &op, const std::string &name, int rank, const std::int64_t *shape,
+                         const std::int64_t *strides) {
+  std::array<std::pair<std::uint64_t, std::int64_t>, 8> dims;  // (|stride|, extent) of extents > 1
+  int count = 0;
+  for (int d = 0; d < rank && count < int(dims.size()); d++)
+    if (shape[d] > 1)
+      dims[count++] = {strides[d] < 0 ? 0 - std::uint64_t(strides[d]) : std::uint64_t(strides[d]), shape[d]};
+  std::sort(dims.begin(), dims.begin() + count);
+  unsigned __int128 span = 0;  // the farthest element the smaller strides reach
+  for (int i = 0; i < count; i++) {
+    if (dims[i].first <= span)
+      fail(op, name,
+           "its elements may share memory (shape " + shape_string(std::vector<std::int64_t>(shape, shape + rank)) +
+               ", strides " + shape_string(std::vector<std::int64_t>(strides, strides + rank)) +
+               "): an output needs each stride, smallest first, to step past the span of the smaller ones (a "
+               "stride of 0 never does)");
+    span += (unsigned __int128)(dims[i].second - 1) * dims[i].first;
+  }
+}
+
 void fail_overlap(const std::string &op, const std::string &out_name, bool other_is_output,
                   const std::string &other_name) {
   fail(op, out_name,
@@ -172,6 +192,7 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
     b.dims[i] = {0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0};
   }
   if (data == nullptr) fail(name, "data pointer is null");
+  if (is_output) check_output_layout(op_, name, rank, shape, strides);
   b.bytes = footprint(data, type.bytes(), rank, shape, strides, memory);
   if (b.bytes.last - b.bytes.first > std::uintptr_t(kInt32Max))
     fail(name, "spans more than 2 GiB; split the work into smaller calls");

@@ -83,14 +83,22 @@ void check_kernel_buffer(const std::string &op, const std::string &name, const s
   check_kernel_buffer(op, name, static_cast<int>(R), shape.data(), sizeof(T));
 }
 
+// Throws "hpipe::<op>: <name>: its elements may share memory ..." unless an output's elements each have
+// memory of their own, as Call does for its outputs: with the dimensions of extent > 1 ordered by
+// |stride|, each stride must step past the span of the smaller ones (a stride of 0, an expanded
+// view, never does). Views made by slicing and transposing dense arrays always pass.
+void check_output_layout(const std::string &op, const std::string &name, int rank, const std::int64_t *shape,
+                         const std::int64_t *strides);
+
 // Throws "hpipe::<op>: <out_name>: overlaps input <in_name>; ..." as Call does for the buffers of
-// one kernel call. Ops that split views into several calls, or copy them first, check the whole
-// views with this before they do.
+// one kernel call, after check_output_layout. Ops that split views into several calls, or copy
+// them first, check the whole views with this before they do.
 [[noreturn]] void fail_overlap(const std::string &op, const std::string &out_name, bool other_is_output,
                                const std::string &other_name);
 template <class O, int RO, class I, int RI>
 void check_disjoint(const std::string &op, const std::string &out_name, const View<O, RO> &out,
                     const std::string &in_name, const View<I, RI> &in) {
+  check_output_layout(op, out_name, RO, out.shape().data(), out.strides().data());
   if (footprint(out).overlaps(footprint(in))) fail_overlap(op, out_name, false, in_name);
 }
 

@@ -118,6 +118,11 @@ def error_message(call, exception):
     (lambda: hpipe.gap_tv(np.ones((1, 3, 6)), np.ones((3, 4)), bands=2, callback=3), TypeError,
      "callback: expected a callable or None"),
     (lambda: hpipe.psnr(np.ones((3, 4)), np.ones((3, 4)), device="cuda"), hpipe.Error, "device: runs on the CPU only"),
+    # An output whose elements share memory (torch refuses it too), also where NumPy lets it be written.
+    (lambda: hpipe.exp(torch.ones(3), out=torch.empty(1).expand(3)), hpipe.Error,
+     "hpipe::exp: y: its elements may share memory (shape (3,), strides (0,))"),
+    (lambda: hpipe.exp(np.ones((2, 3)), out=np.lib.stride_tricks.as_strided(np.empty(3), (2, 3), (0, 8))), hpipe.Error,
+     "y: its elements may share memory (shape (2, 3), strides (0, 1))"),
     # Scalars of the wrong type are named too (not pybind11's "incompatible function arguments").
     (lambda: hpipe.cassi_forward(np.ones((1, 2, 3, 4)), np.ones((3, 4)), step=2.0), TypeError,
      "hpipe.cassi_forward: step: expected an int, got float"),

@@ -2,7 +2,9 @@
 //
 // Shapes and strides are in NumPy order (outermost first); strides count elements, not bytes,
 // and may be any value (a transposed view, a broadcast dimension with stride 0). A view never
-// copies or owns: it is a pointer plus a description.
+// copies or owns: it is a pointer plus a description. An output view needs memory of its own for
+// every element: with its dimensions ordered by |stride|, each stride steps past the span of the
+// smaller ones (every slice or transpose of a dense array does; a stride of 0 never does).
 #pragma once
 
 #include <array>
