@@ -72,6 +72,7 @@ TEST(Threads, SetAndReadBack) {
   set_num_threads(before);
   EXPECT_EQ(num_threads(), before);
   EXPECT_HPIPE_ERROR(set_num_threads(0), "set_num_threads", "threads: expected at least 1, got 0");
+  EXPECT_HPIPE_ERROR(set_num_threads(kMostThreads + 1), "set_num_threads", "threads: expected at most 1024, got 1025");
 }
 
 // The threads that ran a parallel loop's tasks, seen through Halide's per-task hook.

@@ -1,6 +1,7 @@
 // Device probing, CUDA context/stream plumbing and thread count.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -107,7 +108,7 @@ int default_threads() {
   static const int n = [] {
     if (const char *env = std::getenv("HL_NUM_THREADS")) {
       const int n = std::atoi(env);
-      if (n > 0) return n;
+      if (n > 0) return std::min(n, kMostThreads);
     }
     const unsigned cores = std::thread::hardware_concurrency();
     return cores ? static_cast<int>(cores) : 1;
@@ -185,7 +186,10 @@ bool cuda_available() {
 std::string cuda_unavailable_reason() { return driver().why_not; }
 
 void set_num_threads(int n) {
-  if (n < 1) detail::fail("set_num_threads", "threads", "expected at least 1, got " + std::to_string(n));
+  if (n < 1 || n > kMostThreads)
+    detail::fail("set_num_threads", "threads",
+                 (n < 1 ? "expected at least 1" : "expected at most " + std::to_string(kMostThreads)) + ", got " +
+                     std::to_string(n));
   threads = n;
 }
 
