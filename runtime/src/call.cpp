@@ -86,8 +86,8 @@ constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
 }  // namespace
 
-void fail(const std::string &op, const std::string &arg, const std::string &message) {
-  throw Error("hpipe::" + op + ": " + arg + ": " + message);
+void fail(std::string_view op, std::string_view arg, const std::string &message) {
+  throw Error("hpipe::" + std::string(op) + ": " + std::string(arg) + ": " + message);
 }
 
 Footprint footprint(const void *data, int element_bytes, int rank, const std::int64_t *shape,
@@ -104,7 +104,7 @@ Footprint footprint(const void *data, int element_bytes, int rank, const std::in
   return {clamp(base + lo * element_bytes), clamp(base + (hi + 1) * element_bytes), memory};
 }
 
-void check_extents(const std::string &op, const std::string &name, int rank, const std::int64_t *shape) {
+void check_extents(std::string_view op, std::string_view name, int rank, const std::int64_t *shape) {
   for (int d = 0; d < rank; d++)
     if (shape[d] < 1)
       fail(op, name,
@@ -112,7 +112,7 @@ void check_extents(const std::string &op, const std::string &name, int rank, con
                shape_string(std::vector<std::int64_t>(shape, shape + rank)));
 }
 
-void check_output_layout(const std::string &op, const std::string &name, int rank, const std::int64_t *shape,
+void check_output_layout(std::string_view op, std::string_view name, int rank, const std::int64_t *shape,
                          const std::int64_t *strides) {
   std::array<std::pair<std::uint64_t, std::int64_t>, 8> dims;  // (|stride|, extent) of extents > 1
   int count = 0;
@@ -132,14 +132,13 @@ void check_output_layout(const std::string &op, const std::string &name, int ran
   }
 }
 
-void fail_overlap(const std::string &op, const std::string &out_name, bool other_is_output,
-                  const std::string &other_name) {
+void fail_overlap(std::string_view op, std::string_view out_name, bool other_is_output, std::string_view other_name) {
   fail(op, out_name,
-       std::string("overlaps ") + (other_is_output ? "output " : "input ") + other_name +
+       std::string("overlaps ") + (other_is_output ? "output " : "input ") + std::string(other_name) +
            "; outputs must not share memory with other arguments");
 }
 
-Call::Call(std::string op, const Options &options) : op_(std::move(op)), options_(options) {
+Call::Call(const char *op, const Options &options) : op_(op), options_(options) {
   install_error_handler();
   install_block_cache();
   context_.cuda_stream = options.cuda_stream;
@@ -153,9 +152,9 @@ Call::~Call() {
   }
 }
 
-void Call::fail(const std::string &name, const std::string &message) const { detail::fail(op_, name, message); }
+void Call::fail(std::string_view name, const std::string &message) const { detail::fail(op_, name, message); }
 
-void check_kernel_buffer(const std::string &op, const std::string &name, int rank, const std::int64_t *shape,
+void check_kernel_buffer(std::string_view op, std::string_view name, int rank, const std::int64_t *shape,
                          int element_bytes) {
   check_extents(op, name, rank, shape);
   std::int64_t elements = 1;
@@ -339,7 +338,7 @@ void Call::finish(int status) {
     std::string why = context_.error.empty() ? stray_error : context_.error;
     stray_error.clear();
     if (why.empty()) why = "the kernel failed with Halide error code " + std::to_string(status);
-    throw Error("hpipe::" + op_ + ": " + why);
+    throw Error(std::string("hpipe::") + op_ + ": " + why);
   }
   for (auto &b : buffers_)
     if (b.is_output && b.dense.data()) copy_elements(*b.dense.raw_buffer(), *b.caller.raw_buffer());

@@ -11,6 +11,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -67,19 +68,19 @@ Footprint footprint(const View<T, R> &v) {
 }
 
 // Throws "hpipe::<op>: <name>: every dimension must be at least 1, got shape (...)" unless it is so.
-void check_extents(const std::string &op, const std::string &name, int rank, const std::int64_t *shape);
+void check_extents(std::string_view op, std::string_view name, int rank, const std::int64_t *shape);
 template <class T, int R>
-void check_extents(const std::string &op, const std::string &name, const View<T, R> &v) {
+void check_extents(std::string_view op, std::string_view name, const View<T, R> &v) {
   check_extents(op, name, R, v.shape().data());
 }
 
 // The limits of one kernel buffer of `shape` (NumPy order, dense): every extent at least 1 and below
 // 2^31, at most 2 GiB in all. Call checks each argument so; an op that allocates its output checks
 // the output's shape with this before it allocates, so that a call that would fail allocates nothing.
-void check_kernel_buffer(const std::string &op, const std::string &name, int rank, const std::int64_t *shape,
+void check_kernel_buffer(std::string_view op, std::string_view name, int rank, const std::int64_t *shape,
                          int element_bytes);
 template <class T, std::size_t R>
-void check_kernel_buffer(const std::string &op, const std::string &name, const std::array<std::int64_t, R> &shape) {
+void check_kernel_buffer(std::string_view op, std::string_view name, const std::array<std::int64_t, R> &shape) {
   check_kernel_buffer(op, name, static_cast<int>(R), shape.data(), sizeof(T));
 }
 
@@ -87,17 +88,17 @@ void check_kernel_buffer(const std::string &op, const std::string &name, const s
 // memory of their own, as Call does for its outputs: with the dimensions of extent > 1 ordered by
 // |stride|, each stride must step past the span of the smaller ones (a stride of 0, an expanded
 // view, never does). Views made by slicing and transposing dense arrays always pass.
-void check_output_layout(const std::string &op, const std::string &name, int rank, const std::int64_t *shape,
+void check_output_layout(std::string_view op, std::string_view name, int rank, const std::int64_t *shape,
                          const std::int64_t *strides);
 
 // Throws "hpipe::<op>: <out_name>: overlaps input <in_name>; ..." as Call does for the buffers of
 // one kernel call, after check_output_layout. Ops that split views into several calls, or copy
 // them first, check the whole views with this before they do.
-[[noreturn]] void fail_overlap(const std::string &op, const std::string &out_name, bool other_is_output,
-                               const std::string &other_name);
+[[noreturn]] void fail_overlap(std::string_view op, std::string_view out_name, bool other_is_output,
+                               std::string_view other_name);
 template <class O, int RO, class I, int RI>
-void check_disjoint(const std::string &op, const std::string &out_name, const View<O, RO> &out,
-                    const std::string &in_name, const View<I, RI> &in) {
+void check_disjoint(std::string_view op, std::string_view out_name, const View<O, RO> &out, const std::string &in_name,
+                    const View<I, RI> &in) {
   check_output_layout(op, out_name, RO, out.shape().data(), out.strides().data());
   if (footprint(out).overlaps(footprint(in))) fail_overlap(op, out_name, false, in_name);
 }
@@ -109,7 +110,7 @@ class Call {
     int index;
   };
 
-  Call(std::string op, const Options &options);
+  Call(const char *op, const Options &options);  // op: a string literal, the public function's name
   ~Call();
   Call(const Call &) = delete;
   Call &operator=(const Call &) = delete;
@@ -131,12 +132,12 @@ class Call {
                view.memory());
   }
 
-  const std::string &op() const { return op_; }
+  const char *op() const { return op_; }
   // Whether run() will run the CUDA kernel (from the options and where the views added so far are).
   bool uses_cuda();
 
   // Throws Error("hpipe::<op>: <name>: <message>").
-  [[noreturn]] void fail(const std::string &name, const std::string &message) const;
+  [[noreturn]] void fail(std::string_view name, const std::string &message) const;
 
   // Resolves the backend, checks aliasing, builds the buffers, calls the kernel with
   // (context, args...) where each Arg becomes its halide_buffer_t*, and finishes the outputs.
@@ -152,7 +153,7 @@ class Call {
 
  private:
   struct Buffer {
-    std::string name;
+    const char *name = "";  // a string literal
     bool is_output = false;
     Memory memory = Memory::host;
     halide_type_t type;
@@ -197,7 +198,7 @@ class Call {
     return v;
   }
 
-  std::string op_;
+  const char *op_;
   Options options_;
   Backend backend_ = Backend::cpu;
   CallContext context_;

@@ -133,7 +133,7 @@ namespace detail {
 
 namespace {
 // (bands - 1) |step|, or an error naming `name` when it does not fit in 64 bits.
-std::int64_t spread_of(const std::string &op, const char *name, std::int64_t bands, Dispersion d) {
+std::int64_t spread_of(std::string_view op, const char *name, std::int64_t bands, Dispersion d) {
   std::int64_t spread = 0;
   if (__builtin_mul_overflow(bands - 1, std::abs(static_cast<std::int64_t>(d.step)), &spread))
     fail(op, name, std::to_string(bands) + " bands with " + describe(d) + " displace the last band past 2^63 pixels");
@@ -141,7 +141,7 @@ std::int64_t spread_of(const std::string &op, const char *name, std::int64_t ban
 }
 }  // namespace
 
-Shape3 measurement_of(const std::string &op, const char *name, const Shape4 &cube, Dispersion d) {
+Shape3 measurement_of(std::string_view op, const char *name, const Shape4 &cube, Dispersion d) {
   const std::int64_t spread = spread_of(op, name, cube[1], d);
   Shape3 meas{cube[0], cube[2], cube[3]};
   std::int64_t &grown = meas[d.axis == Axis::height ? 1 : 2];
@@ -152,7 +152,7 @@ Shape3 measurement_of(const std::string &op, const char *name, const Shape4 &cub
   return meas;
 }
 
-Shape4 cube_of(const std::string &op, const char *name, const Shape3 &measurement, std::int64_t bands, Dispersion d) {
+Shape4 cube_of(std::string_view op, const char *name, const Shape3 &measurement, std::int64_t bands, Dispersion d) {
   const std::int64_t spread = spread_of(op, "bands", bands, d);
   Shape4 cube{measurement[0], bands, measurement[1], measurement[2]};
   std::int64_t &shrunk = cube[d.axis == Axis::height ? 2 : 3];

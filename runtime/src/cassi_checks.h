@@ -24,7 +24,7 @@ inline std::string of_cube(const std::array<std::int64_t, 4> &cube, Dispersion d
   return " for a cube of shape " + shape_string(cube) + " with " + describe(d);
 }
 
-inline void check_dispersion(const std::string &op, Dispersion d) {
+inline void check_dispersion(std::string_view op, Dispersion d) {
   if (d.axis != Axis::width && d.axis != Axis::height)
     fail(op, "dispersion", "axis must be Axis::width or Axis::height, got " + std::to_string(int(d.axis)));
   if (std::abs(static_cast<std::int64_t>(d.step)) > (1 << 24))
@@ -35,15 +35,15 @@ inline void check_dispersion(const Call &call, Dispersion d) { check_dispersion(
 // The measurement (B, H', W') of a (B, C, H, W) cube, and the cube of `bands` bands behind a
 // measurement, in checked arithmetic: hpipe::Error from `op` naming `name` (the input shape) or the
 // bands when the result would overflow, or when the measurement is too small for the bands.
-std::array<std::int64_t, 3> measurement_of(const std::string &op, const char *name,
+std::array<std::int64_t, 3> measurement_of(std::string_view op, const char *name,
                                            const std::array<std::int64_t, 4> &cube, Dispersion d);
-std::array<std::int64_t, 4> cube_of(const std::string &op, const char *name,
+std::array<std::int64_t, 4> cube_of(std::string_view op, const char *name,
                                     const std::array<std::int64_t, 3> &measurement, std::int64_t bands, Dispersion d);
 
 // The measurement shape of cube x, for the output an op allocates: the dispersion, x's extents and
 // the kernel's buffer limits are checked first, so that a call that would fail allocates nothing.
 template <class T>
-std::array<std::int64_t, 3> measurement_to_allocate(const std::string &op, const View<const T, 4> &x, Dispersion d) {
+std::array<std::int64_t, 3> measurement_to_allocate(std::string_view op, const View<const T, 4> &x, Dispersion d) {
   check_dispersion(op, d);
   check_extents(op, "x", x);
   const auto shape = measurement_of(op, "x", x.shape(), d);
@@ -64,14 +64,14 @@ void check_shape(const Call &call, const char *name, const V &view, const Shape 
   call.fail(name, "expected shape " + shape_string(expected) + because + ", got " + shape_string(view.shape()));
 }
 
-inline void check_bands(const std::string &op, std::int64_t bands) {
+inline void check_bands(std::string_view op, std::int64_t bands) {
   if (bands < 1) fail(op, "bands", "expected at least 1, got " + std::to_string(bands));
 }
 
 // The (B, C, H, W) cube of `bands` bands behind measurement y, for the output an op allocates:
 // checked like measurement_to_allocate.
 template <class T>
-std::array<std::int64_t, 4> cube_behind(const std::string &op, const View<const T, 3> &y, std::int64_t bands,
+std::array<std::int64_t, 4> cube_behind(std::string_view op, const View<const T, 3> &y, std::int64_t bands,
                                         Dispersion d) {
   check_dispersion(op, d);
   check_bands(op, bands);

@@ -2,11 +2,12 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace hpipe::detail {
 
 // Throws hpipe::Error("hpipe::<op>: <arg>: <message>"). Call::fail is this for the Call's op; use this
 // one for checks made before (or without) a Call.
-[[noreturn]] void fail(const std::string &op, const std::string &arg, const std::string &message);
+[[noreturn]] void fail(std::string_view op, std::string_view arg, const std::string &message);
 
 }  // namespace hpipe::detail
