@@ -389,6 +389,71 @@ py::tuple synth(IntArg bands_object, IntArg height_object, IntArg width_object, 
   return py::make_tuple(to_numpy(std::move(scene)), to_numpy(std::move(mask)));
 }
 
+// A function's parameters, read from its signature "(x, *, out=None, device='auto')": name,
+// whether it has a default, whether keyword-only.
+struct Parameter {
+  std::string name;
+  bool required, keyword_only;
+};
+std::vector<Parameter> parameters_in(const std::string &signature) {
+  std::vector<Parameter> parameters;
+  const auto open = signature.find('('), close = signature.find(')');
+  bool keyword_only = false;
+  for (std::size_t start = open + 1; start < close;) {
+    const std::size_t comma = std::min(signature.find(", ", start), close);
+    const std::string item = signature.substr(start, comma - start);
+    if (item == "*") {
+      keyword_only = true;
+    } else if (!item.empty()) {
+      const auto equals = item.find('=');
+      parameters.push_back({item.substr(0, equals), equals == std::string::npos, keyword_only});
+    }
+    start = comma + 2;
+  }
+  return parameters;
+}
+
+// "'a'", "'a' and 'b'", "'a', 'b' and 'c'"
+std::string quoted_list(const std::vector<std::string> &names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); i++)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + ("'" + names[i] + "'");
+  return text;
+}
+
+// Why arguments match none of a function's signatures, as Python says it for its own functions
+// ("hpipe.exp() got an unexpected keyword argument 'outt'"); pybind11's message prints every
+// argument, arrays included.
+[[noreturn]] void arity_error(const std::string &function, const std::vector<Parameter> &parameters,
+                              const py::args &args, const py::kwargs &kwargs) {
+  const std::string who = "hpipe." + function + "() ";
+  std::size_t positional = 0, positional_required = 0;
+  for (const auto &p : parameters)
+    if (!p.keyword_only) positional++, positional_required += p.required;
+  if (args.size() > positional) {
+    const std::string takes = positional_required == positional
+                                  ? std::to_string(positional)
+                                  : "from " + std::to_string(positional_required) + " to " + std::to_string(positional);
+    throw py::type_error(who + "takes " + takes + " positional argument" + (positional == 1 ? "" : "s") + " but " +
+                         std::to_string(args.size()) + (args.size() == 1 ? " was" : " were") + " given");
+  }
+  for (const auto &item : kwargs) {
+    const std::string key = py::str(item.first);
+    const auto p =
+        std::find_if(parameters.begin(), parameters.end(), [&](const Parameter &q) { return q.name == key; });
+    if (p == parameters.end()) throw py::type_error(who + "got an unexpected keyword argument '" + key + "'");
+    if (!p->keyword_only && static_cast<std::size_t>(p - parameters.begin()) < args.size())
+      throw py::type_error(who + "got multiple values for argument '" + key + "'");
+  }
+  std::vector<std::string> missing;
+  for (std::size_t i = args.size(); i < parameters.size(); i++)
+    if (parameters[i].required && !kwargs.contains(parameters[i].name.c_str())) missing.push_back(parameters[i].name);
+  if (!missing.empty())
+    throw py::type_error(who + "missing " + std::to_string(missing.size()) + " required argument" +
+                         (missing.size() == 1 ? "" : "s") + ": " + quoted_list(missing));
+  throw py::type_error(who + "was given arguments that match none of its parameters");
+}
+
 }  // namespace
 }  // namespace hpipe::python
 
@@ -507,4 +572,19 @@ PYBIND11_MODULE(_core, m) {
   m.def("num_threads", &hpipe::num_threads, docs::kNumThreads);
   m.def("cuda_available", &hpipe::cuda_available, docs::kCudaAvailable);
   m.def("cuda_unavailable_reason", &hpipe::cuda_unavailable_reason, docs::kCudaUnavailableReason);
+
+  // Each function's last overload, which any arguments match: pybind11 tries it only after the
+  // function's own, so only for arguments that fit none of its parameters.
+  for (const auto &item : py::dict(m.attr("__dict__"))) {
+    const std::string name = py::str(item.first);
+    if (!PyCFunction_Check(item.second.ptr()) || name.rfind("__", 0) == 0) continue;
+    // The docstring's signature line, which Python keeps apart: "(x, *, out=None, device='auto')".
+    const py::object signature = py::getattr(item.second, "__text_signature__", py::none());
+    if (signature.is_none()) continue;
+    m.def(
+        name.c_str(),
+        [name, parameters = parameters_in(py::str(signature))](const py::args &args, const py::kwargs &kwargs)
+            -> py::object { arity_error(name, parameters, args, kwargs); },
+        py::sibling(item.second));
+  }
 }

@@ -152,6 +152,23 @@ def test_bad_input_is_named(call, exception, message):
     assert message in error_message(call, exception)
 
 
+@pytest.mark.parametrize("call,message", [
+    (lambda: hpipe.exp(np.ones(3), outt=np.ones(3)), "hpipe.exp() got an unexpected keyword argument 'outt'"),
+    (lambda: hpipe.gap_tv(np.ones((1, 3, 6)), np.ones((3, 4)), iteration=3),
+     "hpipe.gap_tv() got an unexpected keyword argument 'iteration'"),
+    (lambda: hpipe.exp(np.ones(3), np.ones(3)), "hpipe.exp() takes 1 positional argument but 2 were given"),
+    (lambda: hpipe.psnr(np.ones((3, 4)), np.ones((3, 4)), 1.0, "cpu"),
+     "hpipe.psnr() takes from 2 to 3 positional arguments but 4 were given"),
+    (lambda: hpipe.cassi_adjoint(np.ones((1, 3, 6))), "hpipe.cassi_adjoint() missing 1 required argument: 'mask'"),
+    (lambda: hpipe.batched_dot(), "hpipe.batched_dot() missing 2 required arguments: 'a' and 'b'"),
+    (lambda: hpipe.exp(np.ones(3), x=np.ones(3)), "hpipe.exp() got multiple values for argument 'x'"),
+    (lambda: hpipe.num_threads(2), "hpipe.num_threads() takes 0 positional arguments but 1 was given"),
+])
+def test_arguments_that_fit_no_parameter_are_named_as_python_names_them(call, message):
+    # Not pybind11's "incompatible function arguments", which prints every argument, arrays too.
+    assert error_message(call, TypeError) == message
+
+
 def test_scalar_arguments_take_numpy_scalars_as_numpy_does(rng):
     cube = rng.random((1, 3, 5, 6), dtype=np.float32)
     mask = rng.random((5, 6), dtype=np.float32)
