@@ -130,34 +130,6 @@ class Call {
   std::optional<std::intptr_t> stream_;
 };
 
-// A scalar argument as given, for Call to read and name (integer, real, boolean, choice); Kind
-// only says, in pybind11's signatures, what it takes.
-template <class Kind>
-struct Given {
-  py::handle value;
-  operator py::handle() const { return value; }
-};
-struct IntKind {
-  static constexpr char name[] = "int";
-};
-struct OptionalIntKind {
-  static constexpr char name[] = "Optional[int]";
-};
-struct FloatKind {
-  static constexpr char name[] = "float";
-};
-struct BoolKind {
-  static constexpr char name[] = "bool";
-};
-struct StrKind {
-  static constexpr char name[] = "str";
-};
-using IntArg = Given<IntKind>;
-using OptionalIntArg = Given<OptionalIntKind>;
-using FloatArg = Given<FloatKind>;
-using BoolArg = Given<BoolKind>;
-using StrArg = Given<StrKind>;
-
 // Runs f(T{}) for the element type.
 template <class F>
 decltype(auto) dispatch(DType dtype, F &&f) {
@@ -179,18 +151,3 @@ std::string shape_string(const std::vector<std::int64_t> &shape);
 const char *to_string(DType dtype);
 
 }  // namespace hpipe::python
-
-namespace pybind11::detail {
-// Any object is taken: Call's readers check it and name the argument.
-template <class Kind>
-struct type_caster<hpipe::python::Given<Kind>> {
-  PYBIND11_TYPE_CASTER(hpipe::python::Given<Kind>, const_name(Kind::name));
-  bool load(handle source, bool) {
-    value.value = source;
-    return true;
-  }
-  static handle cast(const hpipe::python::Given<Kind> &given, return_value_policy, handle) {
-    return given.value.inc_ref();
-  }
-};
-}  // namespace pybind11::detail

@@ -49,8 +49,8 @@ void with_rank(int rank, F &&f) {
 
 // ---- CASSI ----
 
-py::object cassi_forward(py::handle x_object, py::handle mask_object, IntArg step, StrArg axis, py::handle out_object,
-                         StrArg device) {
+py::object cassi_forward(py::handle x_object, py::handle mask_object, py::handle step, py::handle axis,
+                         py::handle out_object, py::handle device) {
   Call call("cassi_forward", device);
   const Dispersion d = dispersion(call, step, axis);
   const Operand x = call.input(x_object, "x");
@@ -95,8 +95,8 @@ Operand cube_output(Call &call, const Operand &y, const Operand &mask, py::handl
 
 // adjoint, pinv, pinv_alpha: measurement (B, H, W') and mask -> cube (B, C, H, W).
 template <class Run>
-py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py::handle mask_object,
-                               OptionalIntArg bands, IntArg step, StrArg axis, py::handle out_object, StrArg device) {
+py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py::handle mask_object, py::handle bands,
+                               py::handle step, py::handle axis, py::handle out_object, py::handle device) {
   Call call(op, device);
   const Dispersion d = dispersion(call, step, axis);
   const Operand y = call.input(y_object, "y");
@@ -111,8 +111,8 @@ py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py:
   return out.object;
 }
 
-py::object cassi_phi(py::handle mask_object, OptionalIntArg bands, IntArg step, StrArg axis, py::handle out_object,
-                     StrArg device) {
+py::object cassi_phi(py::handle mask_object, py::handle bands, py::handle step, py::handle axis, py::handle out_object,
+                     py::handle device) {
   Call call("cassi_phi", device);
   const Dispersion d = dispersion(call, step, axis);
   const Operand mask = read_mask(call, mask_object);
@@ -129,8 +129,8 @@ py::object cassi_phi(py::handle mask_object, OptionalIntArg bands, IntArg step, 
 }
 
 // shift (B, C, H, W) -> (B, C, H', W') and shift_back, its inverse.
-py::object cassi_shift_either(bool back, py::handle x_object, IntArg step, StrArg axis, py::handle out_object,
-                              StrArg device) {
+py::object cassi_shift_either(bool back, py::handle x_object, py::handle step, py::handle axis, py::handle out_object,
+                              py::handle device) {
   const char *name = back ? "shifted" : "x";
   Call call(back ? "cassi_shift_back" : "cassi_shift", device);
   const Dispersion d = dispersion(call, step, axis);
@@ -157,7 +157,7 @@ py::object cassi_shift_either(bool back, py::handle x_object, IntArg step, StrAr
 
 // ---- dot, conv1d ----
 
-py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_object, StrArg device) {
+py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_object, py::handle device) {
   Call call("batched_dot", device);
   // On CUDA, two transposed views are read in place (a kernel over columns); any other mix is
   // read row by row.
@@ -181,7 +181,8 @@ py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_
   return out.object;
 }
 
-py::object conv1d(py::handle a_object, py::handle v_object, StrArg mode_object, py::handle out_object, StrArg device) {
+py::object conv1d(py::handle a_object, py::handle v_object, py::handle mode_object, py::handle out_object,
+                  py::handle device) {
   Call call("conv1d", device);
   static constexpr ConvMode kModes[] = {ConvMode::full, ConvMode::same, ConvMode::valid};
   const ConvMode mode = kModes[call.choice(mode_object, "mode", {"full", "same", "valid"})];
@@ -206,7 +207,7 @@ py::object conv1d(py::handle a_object, py::handle v_object, StrArg mode_object, 
 
 enum class Elementwise { exp, log, erf };
 
-py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::handle out_object, StrArg device) {
+py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::handle out_object, py::handle device) {
   Call call(op, device);
   const Operand x = call.input(x_object, "x");
   call.require_rank(x, "x", 1, 4, "");
@@ -228,12 +229,12 @@ py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::
   return out.object;
 }
 
-py::object logsumexp(py::handle x_object, OptionalIntArg axis_object, py::handle out_object, StrArg device) {
+py::object logsumexp(py::handle x_object, const py::object &axis_object, py::handle out_object, py::handle device) {
   Call call("logsumexp", device);
   Operand x = call.input(x_object, "x");
   call.require_rank(x, "x", 1, 4, "");
   int axis = 0;
-  if (!axis_object.value.is_none()) {
+  if (!axis_object.is_none()) {
     const std::int64_t a = call.integer(axis_object, "axis");
     if (a < -x.rank || a >= x.rank)
       call.value_error("axis", "expected -" + std::to_string(x.rank) + " to " + std::to_string(x.rank - 1) +
@@ -308,7 +309,7 @@ struct ReconArgs {
 };
 
 py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle mask_object, const ReconArgs &args,
-                          py::handle out_object, StrArg device) {
+                          py::handle out_object, py::handle device) {
   const char *op = method == ReconMethod::gap_tv ? "gap_tv" : "admm_tv";
   Call call(op, device);
   ReconParams params;
@@ -339,8 +340,8 @@ py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle ma
   return out.object;
 }
 
-py::object tv_denoise(py::handle x_object, FloatArg weight, IntArg iterations, BoolArg vectorial, py::handle out_object,
-                      StrArg device) {
+py::object tv_denoise(py::handle x_object, py::handle weight, py::handle iterations, py::handle vectorial,
+                      py::handle out_object, py::handle device) {
   Call call("tv_denoise", device);
   const TvParams params{call.real(weight, "weight"), call.integer<int>(iterations, "iterations"),
                         call.boolean(vectorial, "vectorial")};
@@ -358,7 +359,7 @@ py::object tv_denoise(py::handle x_object, FloatArg weight, IntArg iterations, B
 // psnr and ssim: two (H, W) host images -> a number.
 template <class Run>
 double image_quality(const char *op, Run run, py::handle estimate_object, py::handle truth_object,
-                     const char *scale_name, py::handle scale_object, StrArg device) {
+                     const char *scale_name, py::handle scale_object, py::handle device) {
   Call call(op, device);
   if (call.options().device == Device::cuda) call.value_error("device", "runs on the CPU only");
   const double scale = call.real(scale_object, scale_name);
@@ -373,7 +374,8 @@ double image_quality(const char *op, Run run, py::handle estimate_object, py::ha
   });
 }
 
-py::tuple synth(IntArg bands_object, IntArg height_object, IntArg width_object, IntArg seed_object, StrArg device) {
+py::tuple synth(py::handle bands_object, py::handle height_object, py::handle width_object, py::handle seed_object,
+                py::handle device) {
   const Call call("synth", device);
   if (call.options().device == Device::cuda) call.value_error("device", "runs on the CPU only");
   const auto bands = call.integer(bands_object, "bands"), height = call.integer(height_object, "height"),
@@ -491,8 +493,10 @@ PYBIND11_MODULE(_core, m) {
   const auto def_measurement_to_cube = [&](const char *name, const char *doc, auto run) {
     m.def(
         name,
-        [name, run](py::handle y, py::handle mask, OptionalIntArg bands, IntArg step, StrArg axis, py::handle out,
-                    StrArg device) { return measurement_to_cube(name, run, y, mask, bands, step, axis, out, device); },
+        [name, run](py::handle y, py::handle mask, py::handle bands, py::handle step, py::handle axis, py::handle out,
+                    py::handle device) {
+          return measurement_to_cube(name, run, y, mask, bands, step, axis, out, device);
+        },
         doc, "y"_a, "mask"_a, bands, step, axis, py::kw_only(), out, device);
   };
   def_measurement_to_cube("cassi_adjoint", docs::kCassiAdjoint, [](auto... a) { hpipe::cassi_adjoint(a...); });
@@ -501,13 +505,13 @@ PYBIND11_MODULE(_core, m) {
   m.def("cassi_phi", &cassi_phi, docs::kCassiPhi, "mask"_a, bands, step, axis, py::kw_only(), out, device);
   m.def(
       "cassi_shift",
-      [](py::handle x, IntArg step, StrArg axis, py::handle out, StrArg device) {
+      [](py::handle x, py::handle step, py::handle axis, py::handle out, py::handle device) {
         return cassi_shift_either(false, x, step, axis, out, device);
       },
       docs::kCassiShift, "x"_a, step, axis, py::kw_only(), out, device);
   m.def(
       "cassi_shift_back",
-      [](py::handle shifted, IntArg step, StrArg axis, py::handle out, StrArg device) {
+      [](py::handle shifted, py::handle step, py::handle axis, py::handle out, py::handle device) {
         return cassi_shift_either(true, shifted, step, axis, out, device);
       },
       docs::kCassiShiftBack, "shifted"_a, step, axis, py::kw_only(), out, device);
@@ -517,15 +521,21 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "exp",
-      [](py::handle x, py::handle out, StrArg device) { return elementwise(Elementwise::exp, "exp", x, out, device); },
+      [](py::handle x, py::handle out, py::handle device) {
+        return elementwise(Elementwise::exp, "exp", x, out, device);
+      },
       docs::kExp, "x"_a, py::kw_only(), out, device);
   m.def(
       "log",
-      [](py::handle x, py::handle out, StrArg device) { return elementwise(Elementwise::log, "log", x, out, device); },
+      [](py::handle x, py::handle out, py::handle device) {
+        return elementwise(Elementwise::log, "log", x, out, device);
+      },
       docs::kLog, "x"_a, py::kw_only(), out, device);
   m.def(
       "erf",
-      [](py::handle x, py::handle out, StrArg device) { return elementwise(Elementwise::erf, "erf", x, out, device); },
+      [](py::handle x, py::handle out, py::handle device) {
+        return elementwise(Elementwise::erf, "erf", x, out, device);
+      },
       docs::kErf, "x"_a, py::kw_only(), out, device);
   m.def("logsumexp", &logsumexp, docs::kLogsumexp, "x"_a, "axis"_a = py::none(), py::kw_only(), out, device);
 
@@ -533,14 +543,12 @@ PYBIND11_MODULE(_core, m) {
         py::kw_only(), out, device);
   // gap_tv and admm_tv differ in one knob: GAP's `accelerate`, ADMM's `gamma`.
   const hpipe::ReconParams defaults;
-  const auto def_recon = [&](const char *name, const char *doc, hpipe::ReconMethod method, auto knob_type,
-                             py::arg_v knob) {
-    using Knob = decltype(knob_type);
+  const auto def_recon = [&](const char *name, const char *doc, hpipe::ReconMethod method, py::arg_v knob) {
     m.def(
         name,
-        [method](py::handle y, py::handle mask, OptionalIntArg bands, IntArg step, StrArg axis, IntArg iterations,
-                 FloatArg lam, Knob knob, FloatArg tv_weight, IntArg tv_iterations, BoolArg vectorial,
-                 py::object callback, BoolArg progress, py::handle out, StrArg device) {
+        [method](py::handle y, py::handle mask, py::handle bands, py::handle step, py::handle axis,
+                 py::handle iterations, py::handle lam, py::handle knob, py::handle tv_weight, py::handle tv_iterations,
+                 py::handle vectorial, py::handle callback, py::handle progress, py::handle out, py::handle device) {
           const ReconArgs args{bands,     step,          axis,      iterations, lam,     knob,
                                tv_weight, tv_iterations, vectorial, callback,   progress};
           return reconstruct_tv(method, y, mask, args, out, device);
@@ -550,13 +558,13 @@ PYBIND11_MODULE(_core, m) {
         "vectorial"_a = defaults.tv.vectorial, py::kw_only(), "callback"_a = py::none(), "progress"_a = false, out,
         device);
   };
-  def_recon("gap_tv", docs::kGapTv, hpipe::ReconMethod::gap_tv, BoolArg{}, "accelerate"_a = defaults.accelerate);
-  def_recon("admm_tv", docs::kAdmmTv, hpipe::ReconMethod::admm_tv, FloatArg{}, "gamma"_a = defaults.gamma);
+  def_recon("gap_tv", docs::kGapTv, hpipe::ReconMethod::gap_tv, "accelerate"_a = defaults.accelerate);
+  def_recon("admm_tv", docs::kAdmmTv, hpipe::ReconMethod::admm_tv, "gamma"_a = defaults.gamma);
   // psnr and ssim: a number from two images and a scale.
   const auto def_quality = [&](const char *name, const char *doc, const char *scale, auto run) {
     m.def(
         name,
-        [name, scale, run](py::handle estimate, py::handle truth, FloatArg scale_value, StrArg device) {
+        [name, scale, run](py::handle estimate, py::handle truth, py::handle scale_value, py::handle device) {
           return image_quality(name, run, estimate, truth, scale, scale_value, device);
         },
         doc, "estimate"_a, "truth"_a, py::arg(scale) = 1.0, py::kw_only(), device);
@@ -567,7 +575,7 @@ PYBIND11_MODULE(_core, m) {
         device);
 
   m.def(
-      "set_num_threads", [](IntArg n) { hpipe::set_num_threads(Call("set_num_threads").integer<int>(n, "n")); },
+      "set_num_threads", [](py::handle n) { hpipe::set_num_threads(Call("set_num_threads").integer<int>(n, "n")); },
       docs::kSetNumThreads, "n"_a);
   m.def("num_threads", &hpipe::num_threads, docs::kNumThreads);
   m.def("cuda_available", &hpipe::cuda_available, docs::kCudaAvailable);
