@@ -56,6 +56,13 @@ std::intptr_t consumer_stream(py::handle object, int device_id) {
 
 const char *to_string(DType dtype) { return dtype == DType::f32 ? "float32" : "float64"; }
 
+std::string quoted_list(const std::vector<std::string> &items, const char *conjunction) {
+  std::string text;
+  for (std::size_t i = 0; i < items.size(); i++)
+    text += (i == 0 ? "" : i + 1 == items.size() ? std::string(" ") + conjunction + " " : ", ") + "'" + items[i] + "'";
+  return text;
+}
+
 std::string shape_string(const std::vector<std::int64_t> &shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -118,12 +125,7 @@ bool Call::boolean(py::handle value, const char *name) const {
 }
 
 int Call::choice(py::handle value, const char *name, std::initializer_list<const char *> choices) const {
-  const auto expected = [&] {
-    std::string list = "expected ";
-    for (std::size_t i = 0; i < choices.size(); i++)
-      list += std::string(i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + "'" + choices.begin()[i] + "'";
-    return list;
-  };
+  const auto expected = [&] { return "expected " + quoted_list({choices.begin(), choices.end()}, "or"); };
   if (!PyUnicode_Check(value.ptr())) type_error(name, expected() + " (a str), got " + type_name(value));
   Py_ssize_t length = 0;
   const char *text = PyUnicode_AsUTF8AndSize(value.ptr(), &length);

@@ -148,6 +148,8 @@ py::array to_numpy(Array<T, N> &&array) {
 }
 
 std::string shape_string(const std::vector<std::int64_t> &shape);
+// "'a'", "'a' or 'b'", "'a', 'b' or 'c'" (conjunction "or")
+std::string quoted_list(const std::vector<std::string> &items, const char *conjunction);
 const char *to_string(DType dtype);
 
 }  // namespace hpipe::python

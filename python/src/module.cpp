@@ -415,14 +415,6 @@ std::vector<Parameter> parameters_in(const std::string &signature) {
   return parameters;
 }
 
-// "'a'", "'a' and 'b'", "'a', 'b' and 'c'"
-std::string quoted_list(const std::vector<std::string> &names) {
-  std::string text;
-  for (std::size_t i = 0; i < names.size(); i++)
-    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + ("'" + names[i] + "'");
-  return text;
-}
-
 // Why arguments match none of a function's signatures, as Python says it for its own functions
 // ("hpipe.exp() got an unexpected keyword argument 'outt'"); pybind11's message prints every
 // argument, arrays included.
@@ -452,7 +444,7 @@ std::string quoted_list(const std::vector<std::string> &names) {
     if (parameters[i].required && !kwargs.contains(parameters[i].name.c_str())) missing.push_back(parameters[i].name);
   if (!missing.empty())
     throw py::type_error(who + "missing " + std::to_string(missing.size()) + " required argument" +
-                         (missing.size() == 1 ? "" : "s") + ": " + quoted_list(missing));
+                         (missing.size() == 1 ? "" : "s") + ": " + quoted_list(missing, "and"));
   throw py::type_error(who + "was given arguments that match none of its parameters");
 }
 
