@@ -34,7 +34,7 @@ class _NoGraph:
 def _run(function, *args):
     """function.apply(*args) where autograd records a graph; elsewhere (no tensor argument requires
     grad, or grad mode is off, as in inference and in backward passes without create_graph) its
-    forward alone, without the autograd node (about 8 us a call with torch 1.13)."""
+    forward alone, without the autograd node and its cost (docs/python.md)."""
     if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
         return function.apply(*args)
     return function.forward(_NoGraph(), *args)
