@@ -84,9 +84,9 @@ void check_kernel_buffer(std::string_view op, std::string_view name, const std::
   check_kernel_buffer(op, name, static_cast<int>(R), shape.data(), sizeof(T));
 }
 
-// Throws "hpipe::<op>: <name>: its elements may share memory ..." unless an output's elements each have
-// memory of their own, as Call does for its outputs: with the dimensions of extent > 1 ordered by
-// |stride|, each stride must step past the span of the smaller ones (a stride of 0, an expanded
+// Throws "hpipe::<op>: <name>: its elements may share memory ..." unless an output's elements each
+// have memory of their own, as Call does for its outputs: with the dimensions of extent > 1 ordered
+// by |stride|, each stride must step past the span of the smaller ones (a stride of 0, an expanded
 // view, never does). Views made by slicing and transposing dense arrays always pass.
 void check_output_layout(std::string_view op, std::string_view name, int rank, const std::int64_t *shape,
                          const std::int64_t *strides);
@@ -97,7 +97,7 @@ void check_output_layout(std::string_view op, std::string_view name, int rank, c
 [[noreturn]] void fail_overlap(std::string_view op, std::string_view out_name, bool other_is_output,
                                std::string_view other_name);
 template <class O, int RO, class I, int RI>
-void check_disjoint(std::string_view op, std::string_view out_name, const View<O, RO> &out, const std::string &in_name,
+void check_disjoint(std::string_view op, std::string_view out_name, const View<O, RO> &out, std::string_view in_name,
                     const View<I, RI> &in) {
   check_output_layout(op, out_name, RO, out.shape().data(), out.strides().data());
   if (footprint(out).overlaps(footprint(in))) fail_overlap(op, out_name, false, in_name);

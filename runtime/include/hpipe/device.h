@@ -32,10 +32,11 @@ bool cuda_available();
 std::string cuda_unavailable_reason();
 
 // Worker threads of the CPU kernels, 1 to kMostThreads (default: the number of cores, or
-// HL_NUM_THREADS, capped there: each worker is a thread kept for the process). A new count applies to every kernel call
-// that starts after it is set, raised or lowered at any time. Idle workers wait for the next call's work spinning for 1
-// ms before they sleep, so that calls in quick succession find them awake; HPIPE_SPIN_US=<microseconds> at start-up
-// sets that time (0: they sleep at once, for processes that share their cores with other busy ones).
+// HL_NUM_THREADS, capped there: each worker is a thread kept for the process). A new count applies
+// to every kernel call that starts after it is set, raised or lowered at any time. Idle workers
+// wait for the next call's work spinning for 1 ms before they sleep, so that calls in quick
+// succession find them awake; HPIPE_SPIN_US=<microseconds> at start-up sets that time (0: they
+// sleep at once, for processes that share their cores with other busy ones).
 constexpr int kMostThreads = 1024;
 void set_num_threads(int threads);
 int num_threads();
