@@ -154,10 +154,6 @@ TEST(DotErrors, BadArgumentsNameTheArgument) {
   auto out_wrong = poisoned<float, 1>({5});
   EXPECT_HPIPE_ERROR(batched_dot(a.view(), b.view(), out_wrong.view(), cpu), "out: expected shape (4,)",
                      "one value per row", "got (5,)");
-  const Array<float, 2> empty_k({4, 0}), empty_n({0, 5});
-  EXPECT_HPIPE_ERROR(batched_dot(empty_k.view(), empty_k.view(), out.view(), cpu), "a: expected shape (N, K)", "K >= 1",
-                     "got (4, 0)");
-  EXPECT_HPIPE_ERROR(batched_dot(empty_n.view(), empty_n.view(), cpu), "a:", "N >= 1", "got (0, 5)");
   // The output placed over an input.
   auto a_copy = a;
   EXPECT_HPIPE_ERROR(batched_dot(a_copy.view(), b.view(), View<float, 1>(a_copy.data(), {4}), cpu),

@@ -275,6 +275,95 @@ TEST(Outputs, ElementsSharingMemoryAreRefusedByEveryOp) {
     }
 }
 
+// Arrays with an extent of 0 follow NumPy: every op returns its empty result without running a
+// kernel (and writes nothing), reductions over an empty axis give their identity, and an empty
+// input to an output with elements is an error naming both.
+TEST(EmptyArrays, EveryOpGivesNumPysResult) {
+  const Options cpu{Device::cpu};
+  std::vector<float> guard(64, std::nanf(""));  // the memory every empty output points at
+  const auto untouched = [&] { return std::all_of(guard.begin(), guard.end(), [](float v) { return std::isnan(v); }); };
+  const auto x = random_array<float, 2>({3, 8}, 1);
+  for (const std::array<std::int64_t, 2> shape : {std::array<std::int64_t, 2>{0, 8}, {3, 0}}) {
+    const View<const float, 2> in(x.data(), shape);
+    hpipe::exp(in, View<float, 2>(guard.data(), shape), cpu);
+    hpipe::log(in, View<float, 2>(guard.data(), shape), cpu);
+    hpipe::erf(View<const float, 2>(x.data(), shape, {16, 2}), View<float, 2>(guard.data(), shape, {16, 2}), cpu);
+    EXPECT_EQ(hpipe::exp(in, cpu).shape(), shape);
+  }
+  EXPECT_TRUE(untouched());
+
+  // logsumexp: an empty kept axis gives an empty result, an empty reduced axis -inf.
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  hpipe::logsumexp(View<const float, 2>(x.data(), {0, 8}), 1, View<float, 1>(guard.data(), {0}), cpu);
+  EXPECT_TRUE(untouched());
+  auto lse = poisoned<float, 1>({8});
+  hpipe::logsumexp(View<const float, 2>(x.data(), {0, 8}), 0, lse.view(), cpu);
+  EXPECT_TRUE(std::all_of(lse.data(), lse.data() + 8, [&](float v) { return v == minus_inf; }));
+  const auto lse_rows = hpipe::logsumexp(View<const float, 3>(x.data(), {2, 3, 0}), -1, cpu);
+  EXPECT_EQ(lse_rows.shape(), (std::array<std::int64_t, 2>{2, 3}));
+  EXPECT_TRUE(std::all_of(lse_rows.data(), lse_rows.data() + 6, [&](float v) { return v == minus_inf; }));
+  EXPECT_EQ(hpipe::logsumexp(View<const float, 1>(x.data(), {0}), cpu), minus_inf);
+
+  // batched_dot: no rows, or rows of no elements (each product 0).
+  hpipe::batched_dot(View<const float, 2>(x.data(), {0, 8}), View<const float, 2>(x.data(), {0, 8}),
+                     View<float, 1>(guard.data(), {0}), cpu);
+  EXPECT_TRUE(untouched());
+  const auto dots =
+      hpipe::batched_dot(View<const float, 2>(x.data(), {3, 0}), View<const float, 2>(x.data(), {3, 0}), cpu);
+  EXPECT_EQ(to_doubles(dots), std::vector<double>(3, 0.0));
+
+  // conv1d: no rows; rows without elements have no convolution (np.convolve refuses them too).
+  const auto taps = random_array<float, 1>({3}, 2);
+  EXPECT_EQ(hpipe::conv1d(View<const float, 2>(x.data(), {0, 8}), taps.view(), ConvMode::full, cpu).shape(),
+            (std::array<std::int64_t, 2>{0, 10}));
+  EXPECT_HPIPE_ERROR(hpipe::conv1d(View<const float, 2>(x.data(), {3, 0}), taps.view(), ConvMode::full, cpu),
+                     "hpipe::conv1d", "a:", "La >= 1", "got (3, 0)");
+
+  // CASSI and reconstruction: a batch of 0, or images of no rows.
+  const Dispersion d{2};
+  const auto mask_data = random_array<float, 2>({4, 5}, 3);
+  const Mask<float> mask(mask_data.view()), no_rows_mask(View<const float, 2>(mask_data.data(), {0, 5}));
+  for (const std::int64_t batch : {0, 1}) {
+    const Mask<float> &m = batch == 0 ? mask : no_rows_mask;
+    const std::int64_t rows = batch == 0 ? 4 : 0;
+    const View<const float, 4> cube(x.data(), {batch, 3, rows, 5});
+    const View<const float, 3> meas(x.data(), {batch, rows, 9});
+    hpipe::cassi_forward(cube, m, d, View<float, 3>(guard.data(), {batch, rows, 9}), cpu);
+    hpipe::cassi_adjoint(meas, m, d, View<float, 4>(guard.data(), {batch, 3, rows, 5}), cpu);
+    hpipe::cassi_pinv(meas, m, d, View<float, 4>(guard.data(), {batch, 3, rows, 5}), cpu);
+    hpipe::cassi_pinv_alpha(meas, m, d, View<float, 4>(guard.data(), {batch, 3, rows, 5}), cpu);
+    hpipe::cassi_shift(cube, d, View<float, 4>(guard.data(), {batch, 3, rows, 9}), cpu);
+    hpipe::tv_denoise(cube, {}, View<float, 4>(guard.data(), {batch, 3, rows, 5}), cpu);
+    hpipe::tv_denoise(cube, {0.1, 3, true}, View<float, 4>(guard.data(), {batch, 3, rows, 5}), cpu);
+    for (const ReconMethod method : {ReconMethod::gap_tv, ReconMethod::admm_tv}) {
+      ReconParams params;
+      params.iterations = 2;
+      EXPECT_EQ(hpipe::reconstruct(method, meas, m, 3, params, {}, cpu).shape(),
+                (std::array<std::int64_t, 4>{batch, 3, rows, 5}));
+    }
+    EXPECT_TRUE(untouched()) << "batch " << batch;
+  }
+  hpipe::cassi_phi(no_rows_mask, 3, d, View<float, 2>(guard.data(), {0, 9}), cpu);
+  EXPECT_TRUE(untouched());
+
+  // An empty input to an output with elements, a cube of no bands, negative extents: errors.
+  auto y = poisoned<float, 3>({1, 4, 4});
+  const Mask<float> no_columns_mask(View<const float, 2>(mask_data.data(), {4, 0}));
+  EXPECT_HPIPE_ERROR(
+      hpipe::cassi_forward(View<const float, 4>(x.data(), {1, 3, 4, 0}), no_columns_mask, d, y.view(), cpu),
+      "hpipe::cassi_forward", "x: has no elements (shape (1, 3, 4, 0)), but output y has", "(shape (1, 4, 4))");
+  EXPECT_TRUE(std::all_of(y.data(), y.data() + y.size(), [](float v) { return std::isnan(v); }));
+  EXPECT_HPIPE_ERROR(hpipe::cassi_forward(View<const float, 4>(x.data(), {1, 0, 4, 5}), mask, d, cpu),
+                     "hpipe::cassi_forward", "x: expected a cube of at least 1 band", "got shape (1, 0, 4, 5)");
+  EXPECT_HPIPE_ERROR(hpipe::exp(View<const float, 2>(x.data(), {-1, 8}), View<float, 2>(guard.data(), {-1, 8}), cpu),
+                     "hpipe::exp", "x: every dimension must be at least 0", "got shape (-1, 8)");
+  // A view in CUDA memory without elements is still one: the device is checked as for any call.
+  EXPECT_HPIPE_ERROR(hpipe::exp(View<const float, 1>(x.data(), {0}, Memory::cuda),
+                                View<float, 1>(guard.data(), {0}, Memory::cuda), cpu),
+                     "hpipe::exp", "is in CUDA memory but the device is cpu");
+  EXPECT_TRUE(untouched());
+}
+
 TEST(Device, ProbeNeverAbortsAndExplainsItself) {
   const bool usable = cuda_available();  // on a machine without a driver this must simply say no
   EXPECT_EQ(cuda_available(), usable);

@@ -1,5 +1,6 @@
 #include "arrays.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <new>
 #include <string_view>
@@ -70,6 +71,7 @@ std::string shape_string(const std::vector<std::int64_t> &shape) {
 }
 
 bool Operand::c_contiguous() const {
+  if (std::find(shape.begin(), shape.begin() + rank, 0) != shape.begin() + rank) return true;  // as NumPy says
   std::int64_t expected = 1;
   for (int d = rank - 1; d >= 0; d--) {
     if (shape[d] != 1 && strides[d] != expected) return false;

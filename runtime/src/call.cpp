@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,7 @@ void fail(std::string_view op, std::string_view arg, const std::string &message)
 
 Footprint footprint(const void *data, int element_bytes, int rank, const std::int64_t *shape,
                     const std::int64_t *strides, Memory memory) {
+  if (std::find(shape, shape + rank, 0) != shape + rank) return {0, 0, memory};
   // In 128 bits: any int64 extents and strides, without overflow.
   __int128 lo = 0, hi = 0;
   for (int d = 0; d < rank; d++) {
@@ -106,15 +108,16 @@ Footprint footprint(const void *data, int element_bytes, int rank, const std::in
 
 void check_extents(std::string_view op, std::string_view name, int rank, const std::int64_t *shape) {
   for (int d = 0; d < rank; d++)
-    if (shape[d] < 1)
+    if (shape[d] < 0)
       fail(op, name,
-           "every dimension must be at least 1, got shape " +
+           "every dimension must be at least 0, got shape " +
                shape_string(std::vector<std::int64_t>(shape, shape + rank)));
 }
 
 void check_output_layout(std::string_view op, std::string_view name, int rank, const std::int64_t *shape,
                          const std::int64_t *strides) {
-  std::array<std::pair<std::uint64_t, std::int64_t>, 8> dims;  // (|stride|, extent) of extents > 1
+  if (std::find(shape, shape + rank, 0) != shape + rank) return;  // no elements to share memory
+  std::array<std::pair<std::uint64_t, std::int64_t>, 8> dims;     // (|stride|, extent) of extents > 1
   int count = 0;
   for (int d = 0; d < rank && count < int(dims.size()); d++)
     if (shape[d] > 1)
@@ -182,6 +185,7 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
   b.type = type;
   b.data = static_cast<char *>(data);
   b.rank = rank;
+  b.empty = std::find(shape, shape + rank, 0) != shape + rank;
   for (int i = 0; i < rank; i++) {
     const int d = rank - 1 - i;  // NumPy dimension d is Halide dimension i
     if (strides[d] > kInt32Max || strides[d] < -kInt32Max)
@@ -190,7 +194,7 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
     const std::int64_t stride = shape[d] == 1 ? 1 : strides[d];
     b.dims[i] = {0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0};
   }
-  if (data == nullptr) fail(name, "data pointer is null");
+  if (data == nullptr && !b.empty) fail(name, "data pointer is null");  // an empty torch.Tensor's may be
   if (is_output) check_output_layout(op_, name, rank, shape, strides);
   b.bytes = footprint(data, type.bytes(), rank, shape, strides, memory);
   if (b.bytes.last - b.bytes.first > std::uintptr_t(kInt32Max))
@@ -224,6 +228,28 @@ void Call::select_backend() {
       }
       break;
   }
+}
+
+bool Call::nothing_to_compute() {
+  const Buffer *empty = nullptr, *output_with_elements = nullptr;
+  for (const auto &b : buffers_) {
+    if (b.empty && !empty) empty = &b;
+    if (!b.empty && b.is_output && !output_with_elements) output_with_elements = &b;
+  }
+  if (!empty) return false;
+  select_backend();
+  if (!output_with_elements) return true;
+  const auto shape = [](const Buffer &b) {
+    std::vector<std::int64_t> extents;
+    for (int i = b.rank - 1; i >= 0; i--) extents.push_back(b.dims[i].extent);
+    return shape_string(extents);
+  };
+  fail(empty->name, "has no elements (shape " + shape(*empty) + "), but output " + output_with_elements->name +
+                        " has (shape " + shape(*output_with_elements) + ")");
+}
+
+void Call::run_nothing() {
+  if (!nothing_to_compute()) throw std::logic_error(std::string("hpipe::") + op_ + ": run_nothing with outputs");
 }
 
 void Call::prepare() {

@@ -59,7 +59,7 @@ struct Footprint {
     return memory == other.memory && first < other.last && other.first < last;
   }
 };
-// Of a view of `rank` dimensions (NumPy order, strides in elements) whose extents are all >= 1.
+// Of a view of `rank` dimensions (NumPy order, strides in elements); nothing for a view without elements.
 Footprint footprint(const void *data, int element_bytes, int rank, const std::int64_t *shape,
                     const std::int64_t *strides, Memory memory);
 template <class T, int R>
@@ -67,14 +67,14 @@ Footprint footprint(const View<T, R> &v) {
   return footprint(v.data(), sizeof(T), R, v.shape().data(), v.strides().data(), v.memory());
 }
 
-// Throws "hpipe::<op>: <name>: every dimension must be at least 1, got shape (...)" unless it is so.
+// Throws "hpipe::<op>: <name>: every dimension must be at least 0, got shape (...)" unless it is so.
 void check_extents(std::string_view op, std::string_view name, int rank, const std::int64_t *shape);
 template <class T, int R>
 void check_extents(std::string_view op, std::string_view name, const View<T, R> &v) {
   check_extents(op, name, R, v.shape().data());
 }
 
-// The limits of one kernel buffer of `shape` (NumPy order, dense): every extent at least 1 and below
+// The limits of one kernel buffer of `shape` (NumPy order, dense): every extent at least 0 and below
 // 2^31, at most 2 GiB in all. Call checks each argument so; an op that allocates its output checks
 // the output's shape with this before it allocates, so that a call that would fail allocates nothing.
 void check_kernel_buffer(std::string_view op, std::string_view name, int rank, const std::int64_t *shape,
@@ -140,9 +140,15 @@ class Call {
   [[noreturn]] void fail(std::string_view name, const std::string &message) const;
 
   // Resolves the backend, checks aliasing, builds the buffers, calls the kernel with
-  // (context, args...) where each Arg becomes its halide_buffer_t*, and finishes the outputs.
+  // (context, args...) where each Arg becomes its halide_buffer_t*, and finishes the outputs. Where
+  // every output is empty (an extent of 0, as NumPy allows) there is nothing to compute: the backend
+  // is resolved, as for any call, and no kernel runs; an empty input to outputs with elements is an
+  // error naming both (an op whose reduction has an identity gives it before it calls).
+  // For an op that found its outputs empty before choosing a kernel: what run() does then.
+  void run_nothing();
   template <class Fn, class... Args>
   void run(const Kernel<Fn> &kernel, Args... args) {
+    if (nothing_to_compute()) return;
     prepare();
     Fn fn = backend_ == Backend::cuda                           ? kernel.cuda
             : kernel.cpu_streaming && outputs_worth_streaming() ? kernel.cpu_streaming
@@ -164,6 +170,7 @@ class Call {
     Halide::Runtime::Buffer<void> dense;            // dense host copy, when the innermost stride is not 1
     bool on_device = false;                         // kernel buffer may hold a device allocation or wrap
     bool released = false;
+    bool empty = false;  // an extent of 0
     Footprint bytes;
 
     halide_buffer_t *kernel_buffer() { return dense.data() ? dense.raw_buffer() : caller.raw_buffer(); }
@@ -184,6 +191,7 @@ class Call {
   Arg add(const char *name, bool is_output, halide_type_t type, void *data, int rank, const std::int64_t *shape,
           const std::int64_t *strides, Memory memory);
   void select_backend();
+  bool nothing_to_compute();
   void prepare();
   // Whether the outputs, all in host memory, written in place, their pointers and outer strides
   // 64-byte aligned (what a streaming kernel requires), together exceed the last-level cache: plain

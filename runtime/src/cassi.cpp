@@ -142,6 +142,7 @@ std::int64_t spread_of(std::string_view op, const char *name, std::int64_t bands
 }  // namespace
 
 Shape3 measurement_of(std::string_view op, const char *name, const Shape4 &cube, Dispersion d) {
+  if (cube[1] < 1) fail(op, name, "expected a cube of at least 1 band, got shape " + shape_string(cube));
   const std::int64_t spread = spread_of(op, name, cube[1], d);
   Shape3 meas{cube[0], cube[2], cube[3]};
   std::int64_t &grown = meas[d.axis == Axis::height ? 1 : 2];

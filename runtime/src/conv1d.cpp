@@ -44,8 +44,8 @@ void conv1d_impl(View<const T, 2> a, View<const T, 2> v, bool shared, ConvMode m
   Call call("conv1d", options);
   if (mode != ConvMode::full && mode != ConvMode::same && mode != ConvMode::valid)
     call.fail("mode", "must be ConvMode::full, same or valid, got " + std::to_string(int(mode)));
-  if (a.shape(0) < 1 || a.shape(1) < 1)
-    call.fail("a", "expected shape (N, La) with N >= 1 and La >= 1, got " + shape_string(a.shape()));
+  if (a.shape(0) < 0 || a.shape(1) < 1)  // rows of no elements have no convolution, as in np.convolve
+    call.fail("a", "expected shape (N, La) with La >= 1, got " + shape_string(a.shape()));
   if (shared) {
     if (v.shape(1) < 1) call.fail("v", "expected a kernel of length at least 1, got shape (0,)");
   } else {

@@ -71,14 +71,22 @@ void dot_interleaved(Call &call, const View<const T, 2> &a, const View<const T, 
 template <class T>
 void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Options &options) {
   Call call("batched_dot", options);
-  if (a.shape(0) < 1 || a.shape(1) < 1)
-    call.fail("a", "expected shape (N, K) with N >= 1 and K >= 1, got " + shape_string(a.shape()));
+  if (a.shape(0) < 0 || a.shape(1) < 0) call.fail("a", "expected shape (N, K), got " + shape_string(a.shape()));
   if (b.shape() != a.shape())
     call.fail("b", "expected shape " + shape_string(a.shape()) + " (that of a), got " + shape_string(b.shape()));
   const std::array<std::int64_t, 1> rows{a.shape(0)};
   if (out.shape() != rows)
     call.fail("out",
               "expected shape " + shape_string(rows) + " (one value per row of a), got " + shape_string(out.shape()));
+  if (a.shape(1) == 0 && a.shape(0) > 0) {  // empty rows: each dot product is 0, as NumPy's
+    if (out.memory() != Memory::host)
+      call.fail("a", "has rows of no elements; their products, 0, are written only into host memory");
+    call.input("a", a);
+    call.input("b", b);
+    call.output("out", out);  // the checks
+    for (std::int64_t i = 0; i < out.shape(0); i++) out.data()[i * out.stride(0)] = 0;
+    return;
+  }
   // Both operands column-major: the column kernel reads them in place. Otherwise the row kernel,
   // which copies any operand whose K stride is not 1.
   if (column_major(a) && column_major(b) && interleaved(a) && interleaved(b) && out.memory() == Memory::host &&

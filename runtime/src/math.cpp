@@ -81,6 +81,9 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
     fail(op, "y", "expected shape " + shape_string(x.shape()) + " (the shape of x), got " + shape_string(y.shape()));
   // On the whole views: each call below sees only a piece or a row of them.
   detail::check_disjoint(op, "y", y, "x", x);
+  if (x.size() == 0)  // NumPy's empty result: no kernel runs, but the call checks the device
+    return run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data(), {0}, x.memory()),
+                                 View<T, 1>(y.data(), {0}, y.memory()), options);
   if (dense(x) && dense(y)) {
     for (std::int64_t first = 0; first < x.size(); first += kPieceElements) {
       const std::int64_t n = std::min(kPieceElements, x.size() - first);
@@ -198,6 +201,20 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
              std::to_string(axis) + "), got " + shape_string(out.shape()));
   // On the whole views: the paths below may copy x or out, or cut x into calls.
   detail::check_disjoint(op, "out", out, "x", x);
+  if (x.size() == 0) {
+    Call call(op, options);
+    call.input("x", x);
+    call.output("out", out);
+    if (out.size() == 0) return call.run_nothing();
+    // The logarithm of an empty sum, as torch.logsumexp and scipy.special.logsumexp give it.
+    if (out.memory() != Memory::host)
+      call.fail(
+          "x", "axis " + std::to_string(axis) + " has no elements; its result, -inf, is written only into host memory");
+    for_each_index(out.shape(), [&](const auto &index) {
+      out.data()[offset_of(index, out.strides())] = -std::numeric_limits<T>::infinity();
+    });
+    return;
+  }
   const Merged xo = merge(x, 0, axis), xi = merge(x, axis + 1, N);
   const Merged oo = merge(out, 0, axis), oi = merge(out, axis, N - 1);
   if (!xo.ok || !xi.ok) {

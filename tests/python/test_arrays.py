@@ -184,6 +184,36 @@ def test_scalar_arguments_take_numpy_scalars_as_numpy_does(rng):
                                   hpipe.tv_denoise(cube, 1.0, iterations=2, vectorial=False))
 
 
+def test_empty_arrays_give_numpys_results():
+    f32 = np.float32
+    for shape in [(0, 3), (3, 0)]:
+        x = np.empty(shape, f32)
+        for fn in (hpipe.exp, hpipe.log, hpipe.erf):
+            assert fn(x).shape == shape
+            assert fn(torch.from_numpy(x)).shape == torch.Size(shape)
+            out = np.empty(shape, f32)
+            assert fn(x, out=out) is out
+    # logsumexp: an empty axis gives -inf (torch.logsumexp, scipy.special.logsumexp); axis=None too.
+    np.testing.assert_array_equal(hpipe.logsumexp(np.empty((0, 3), f32), axis=0), np.full(3, -np.inf, f32))
+    assert hpipe.logsumexp(np.empty((0, 3), f32), axis=1).shape == (0,)
+    assert hpipe.logsumexp(np.empty((2, 0), f32)) == -np.inf
+    torch.testing.assert_close(hpipe.logsumexp(torch.empty(3, 0), axis=1), torch.logsumexp(torch.empty(3, 0), dim=1))
+    # batched_dot: rows of no elements have a product of 0, as np.einsum("ij,ij->i") gives.
+    empty_rows = np.empty((3, 0), f32)
+    np.testing.assert_array_equal(hpipe.batched_dot(empty_rows, empty_rows),
+                                  np.einsum("ij,ij->i", empty_rows, empty_rows))
+    assert hpipe.batched_dot(np.empty((0, 3), f32), np.empty((0, 3), f32)).shape == (0,)
+    assert hpipe.conv1d(np.empty((0, 9), f32), np.ones(3, f32)).shape == (0, 11)
+    # CASSI and reconstruction: a batch of 0.
+    mask = np.ones((8, 8), f32)
+    assert hpipe.cassi_forward(np.empty((0, 4, 8, 8), f32), mask).shape == (0, 8, 14)
+    assert hpipe.cassi_adjoint(np.empty((0, 8, 14), f32), mask, bands=4).shape == (0, 4, 8, 8)
+    assert hpipe.gap_tv(np.empty((0, 8, 14), f32), mask, bands=4).shape == (0, 4, 8, 8)
+    assert hpipe.tv_denoise(torch.empty(0, 4, 8, 8)).shape == torch.Size([0, 4, 8, 8])
+    with pytest.raises(hpipe.Error, match=r"x: has no elements \(shape \(1, 4, 8, 0\)\), but output y has"):
+        hpipe.cassi_forward(np.empty((1, 4, 8, 0), f32), np.empty((8, 0), f32))
+
+
 class FakeCudaArray:
     """Says it lives on CUDA device 0 but hands over a host tensor's capsule: enough for the rules
     hpipe applies before it touches memory, on a machine without a GPU."""

@@ -4,7 +4,8 @@
 // and may be any value (a transposed view, a broadcast dimension with stride 0). A view never
 // copies or owns: it is a pointer plus a description. An output view needs memory of its own for
 // every element: with its dimensions ordered by |stride|, each stride steps past the span of the
-// smaller ones (every slice or transpose of a dense array does; a stride of 0 never does).
+// smaller ones (every slice or transpose of a dense array does; a stride of 0 never does). An
+// extent may be 0: ops then give NumPy's empty result (README, "Empty arrays").
 #pragma once
 
 #include <array>
