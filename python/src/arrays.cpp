@@ -80,6 +80,34 @@ bool Operand::c_contiguous() const {
   return true;
 }
 
+bool merge_dimensions(Operand &x, Operand &out, int most) {
+  std::array<std::int64_t, kMaxRank> shape{}, x_strides{}, out_strides{};
+  int rank = 0;
+  for (int d = 0; d < x.rank; d++) {
+    const std::int64_t extent = x.shape[d];
+    if (extent == 1) continue;
+    if (rank > 0 && x_strides[rank - 1] == x.strides[d] * extent && out_strides[rank - 1] == out.strides[d] * extent) {
+      shape[rank - 1] *= extent;
+    } else {
+      shape[rank] = extent;
+      rank++;
+    }
+    x_strides[rank - 1] = x.strides[d];
+    out_strides[rank - 1] = out.strides[d];
+  }
+  if (std::find(x.shape.begin(), x.shape.begin() + x.rank, 0) != x.shape.begin() + x.rank) {
+    rank = 1, shape[0] = 0;
+  } else if (rank == 0) {
+    rank = 1, shape[0] = 1, x_strides[0] = out_strides[0] = 1;
+  }
+  if (rank > most) return false;
+  x.rank = out.rank = rank;
+  x.shape = out.shape = shape;
+  x.strides = x_strides;
+  out.strides = out_strides;
+  return true;
+}
+
 Call::Call(const char *op, py::handle device) : op_(op) {
   if (!device) return;  // Options' default: automatic
   static constexpr Device kDevices[] = {Device::automatic, Device::cpu, Device::cuda};

@@ -62,6 +62,12 @@ struct Operand {
   std::vector<std::int64_t> shape_vector() const { return {shape.begin(), shape.begin() + rank}; }
 };
 
+// The operands of an elementwise function, x and out (of one shape), described as at most `most`
+// dimensions, since NumPy's ufuncs take any rank: dimensions of extent 1 dropped, neighbours merged
+// where both layouts line up; a 0-d shape becomes (1,), an empty one (0,). Returns false (and
+// changes nothing) where more dimensions remain.
+bool merge_dimensions(Operand &x, Operand &out, int most);
+
 // The arguments of one operation, named in its error messages as "hpipe.<op>: <argument>: ...".
 class Call {
  public:

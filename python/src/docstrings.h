@@ -108,10 +108,12 @@ inline constexpr const char *kConv1d =
     "    >>> hpipe.conv1d(np.ones((5, 5)), np.ones((5, 7))).shape\n"
     "    (5, 11)\n";
 
-#define HPIPE_ELEMENTWISE(name, formula, accuracy)                                                       \
-  name "(x, *, out=None, device='auto')\n--\n\n" formula                                                 \
-       "\n\nx: any shape of 1 to 4 dimensions; returns the same shape. Special values as C's <cmath>.\n" \
-       "Accuracy (max error, ULP, all float32 inputs and millions of float64 ones tested): " accuracy    \
+#define HPIPE_ELEMENTWISE(name, formula, accuracy)                                                          \
+  name "(x, *, out=None, device='auto')\n--\n\n" formula                                                    \
+       "\n\nx: any shape (a 0-d array gives a scalar, as NumPy's ufuncs do; more than 4 dimensions where\n" \
+       "x's and out's layouts merge into 4, as contiguous arrays and their slices do); returns the same\n"  \
+       "shape. Special values as C's <cmath>.\n"                                                            \
+       "Accuracy (max error, ULP, all float32 inputs and millions of float64 ones tested): " accuracy       \
        ".\n" HPIPE_ARRAYS "\nExample:\n    >>> hpipe." name "(np.linspace(0.5, 2, 4))\n"
 
 inline constexpr const char *kExp = HPIPE_ELEMENTWISE("exp", "Elementwise e^x.", "float32 0.764, float64 0.768");

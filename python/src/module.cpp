@@ -209,9 +209,13 @@ enum class Elementwise { exp, log, erf };
 
 py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::handle out_object, py::handle device) {
   Call call(op, device);
-  const Operand x = call.input(x_object, "x");
-  call.require_rank(x, "x", 1, 4, "");
-  const Operand out = call.output(out_object, "out", x.shape_vector());
+  Operand x = call.input(x_object, "x");
+  Operand out = call.output(out_object, "out", x.shape_vector());
+  if (!merge_dimensions(x, out, 4))  // which leaves them as they were
+    call.value_error(x.c_contiguous() ? "out" : "x",
+                     "the layouts of x and out of shape " + shape_string(x.shape_vector()) +
+                         " do not merge into 4 dimensions; any rank is taken where they do (contiguous arrays, "
+                         "slices of them): pass contiguous copies");
   dispatch(call.dtype(), [&](auto zero) {
     using T = decltype(zero);
     with_rank(x.rank, [&](auto rank) {
@@ -226,6 +230,8 @@ py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::
       }
     });
   });
+  // NumPy's ufuncs return a scalar for a 0-d array (torch a 0-d tensor), and out= itself.
+  if (out_object.is_none() && x.numpy && py::len(out.object.attr("shape")) == 0) return out.object[py::tuple()];
   return out.object;
 }
 

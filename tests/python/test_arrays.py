@@ -101,7 +101,7 @@ def error_message(call, exception):
     (lambda: hpipe.exp(np.ones(3), out=np.ones(3, np.float32)), TypeError, "out: expected float64 like x, got float32"),
     (lambda: hpipe.exp(np.ones(3), out=np.ones(4)), hpipe.Error, "hpipe.exp: out: expected shape (3,), got (4,)"),
     (lambda: hpipe.exp(np.ones(3), out=np.broadcast_to(np.ones(1), (3,))), TypeError, "out: is read-only"),
-    (lambda: hpipe.exp(np.ones((2, 2, 2, 2, 2))), hpipe.Error, "x: expected 1 to 4 dimensions"),
+    (lambda: hpipe.logsumexp(np.ones((2, 2, 2, 2, 2))), hpipe.Error, "x: expected 1 to 4 dimensions"),
     (lambda: hpipe.conv1d(np.ones((2, 3)), np.ones(3), mode="circular"), hpipe.Error,
      "mode: expected 'full', 'same' or 'valid', got 'circular'"),
     (lambda: hpipe.cassi_forward(np.ones((1, 2, 3, 4)), np.ones((3, 4)), axis="depth"), hpipe.Error,
@@ -212,6 +212,22 @@ def test_empty_arrays_give_numpys_results():
     assert hpipe.tv_denoise(torch.empty(0, 4, 8, 8)).shape == torch.Size([0, 4, 8, 8])
     with pytest.raises(hpipe.Error, match=r"x: has no elements \(shape \(1, 4, 8, 0\)\), but output y has"):
         hpipe.cassi_forward(np.empty((1, 4, 8, 0), f32), np.empty((8, 0), f32))
+
+
+def test_elementwise_functions_take_any_rank_as_numpy_does(rng):
+    # A 0-d array gives a NumPy scalar (a 0-d tensor from torch); 5 and 6 dimensions whose layouts
+    # merge into 4 run as given.
+    scalar = hpipe.exp(np.array(0.5, np.float32))
+    assert type(scalar) is np.float32 and abs(scalar - np.exp(np.float32(0.5))) <= np.spacing(scalar)
+    assert hpipe.log(torch.tensor(2.0, dtype=torch.float64)).shape == torch.Size([])
+    x = rng.random((2, 3, 4, 5, 6), dtype=np.float32)
+    for view in (x, x[:, ::2], x[:, :, ::2, :, ::2], x[None, ..., None]):
+        np.testing.assert_allclose(hpipe.exp(view), np.exp(view), rtol=2e-7)
+    out = np.full(x.shape, np.nan, np.float32)
+    assert hpipe.erf(x, out=out) is out
+    # Layouts that do not merge into 4 dimensions are named.
+    with pytest.raises(ValueError, match=r"hpipe.exp: out: the layouts of x and out of shape \(2, 3, 4, 5, 6\) do not"):
+        hpipe.exp(x, out=np.empty((6, 5, 4, 3, 2), np.float32).transpose())
 
 
 class FakeCudaArray:
