@@ -70,8 +70,10 @@ std::string shape_string(const std::vector<std::int64_t> &shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+bool Operand::empty() const { return std::find(shape.begin(), shape.begin() + rank, 0) != shape.begin() + rank; }
+
 bool Operand::c_contiguous() const {
-  if (std::find(shape.begin(), shape.begin() + rank, 0) != shape.begin() + rank) return true;  // as NumPy says
+  if (empty()) return true;  // as NumPy says
   std::int64_t expected = 1;
   for (int d = rank - 1; d >= 0; d--) {
     if (shape[d] != 1 && strides[d] != expected) return false;
@@ -95,7 +97,7 @@ bool merge_dimensions(Operand &x, Operand &out, int most) {
     x_strides[rank - 1] = x.strides[d];
     out_strides[rank - 1] = out.strides[d];
   }
-  if (std::find(x.shape.begin(), x.shape.begin() + x.rank, 0) != x.shape.begin() + x.rank) {
+  if (x.empty()) {
     rank = 1, shape[0] = 0;
   } else if (rank == 0) {
     rank = 1, shape[0] = 1, x_strides[0] = out_strides[0] = 1;
@@ -344,7 +346,7 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
     type_error(name, "expected a NumPy array or an array with __dlpack__ (a torch.Tensor, a CuPy array), got " +
                          type_name(object));
   }
-  if (reinterpret_cast<std::uintptr_t>(a.data) % itemsize != 0)
+  if (reinterpret_cast<std::uintptr_t>(a.data) % itemsize != 0 && !a.empty())  // empty views may point anywhere
     type_error(name, "its data is not aligned to its element size " + std::to_string(itemsize));
   return a;
 }

@@ -47,6 +47,7 @@ struct Operand {
   std::intptr_t stream = 0;  // CUDA stream the producer was told hpipe runs on (0: default)
   bool numpy = false;        // else a DLPack producer
   bool c_contiguous() const;
+  bool empty() const;                                      // an extent of 0
   std::unique_ptr<DLManagedTensor, DLPackDeleter> dlpack;  // owned after taking the capsule
 
   template <class T, int N>
