@@ -126,9 +126,9 @@ inline constexpr const char *kLogsumexp =
     "logsumexp(x, axis=None, *, out=None, device='auto')\n--\n\n"
     "log(sum(exp(x), axis)), as scipy.special.logsumexp(x, axis): shifted by the maximum, a row\n"
     "of all -inf gives -inf, any +inf gives +inf, NaN propagates. Sums in double.\n\n"
-    "x: 1 to 4 dimensions. axis: an int (negative counts from the end): returns x's shape without\n"
-    "it; None: every element (x 1-D or C-contiguous): returns a NumPy scalar (a 0-d tensor for a\n"
-    "tensor x, or written into a 0-d `out`).\n"
+    "axis: an int (negative counts from the end), x of 1 to 4 dimensions: returns x's shape\n"
+    "without it; None: every element (x of any rank, 1-D or C-contiguous; an empty x gives -inf):\n"
+    "returns a NumPy scalar (a 0-d tensor for a tensor x, or written into a 0-d `out`).\n"
     "Accuracy: float32 within 1 ULP + 2^-23 absolute; float64 (n + 4) 2^-53 (1 + |result|) for n\n"
     "terms.\n" HPIPE_ARRAYS
     "\nExample:\n"

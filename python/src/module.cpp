@@ -238,7 +238,8 @@ py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::
 py::object logsumexp(py::handle x_object, const py::object &axis_object, py::handle out_object, py::handle device) {
   Call call("logsumexp", device);
   Operand x = call.input(x_object, "x");
-  call.require_rank(x, "x", 1, 4, "");
+  // Every element (axis None) of any rank, as SciPy's; along an axis, 1 to 4 dimensions.
+  if (!axis_object.is_none()) call.require_rank(x, "x", 1, 4, "with an axis");
   int axis = 0;
   if (!axis_object.is_none()) {
     const std::int64_t a = call.integer(axis_object, "axis");
@@ -246,12 +247,11 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
       call.value_error("axis", "expected -" + std::to_string(x.rank) + " to " + std::to_string(x.rank - 1) +
                                    " for x of shape " + shape_string(x.shape_vector()) + ", got " + std::to_string(a));
     axis = static_cast<int>(a < 0 ? a + x.rank : a);
-  } else if (x.rank > 1) {
-    // Every element: a C-contiguous x is one long row.
+  } else if (x.rank != 1) {
+    // Every element: a C-contiguous x is one long row (a 0-d x one element).
     if (!x.c_contiguous())
-      call.value_error("axis",
-                       "None reduces every element, which needs a C-contiguous x; pass an axis, or "
-                       "a contiguous copy of x");
+      call.value_error("axis", std::string("None reduces every element, which needs a C-contiguous x; pass ") +
+                                   (x.rank <= 4 ? "an axis, or " : "") + "a contiguous copy of x");
     std::int64_t n = 1;
     for (int d = 0; d < x.rank; d++) n *= x.shape[d];
     x.rank = 1, x.shape[0] = n, x.strides[0] = 1;

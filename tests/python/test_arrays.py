@@ -101,7 +101,8 @@ def error_message(call, exception):
     (lambda: hpipe.exp(np.ones(3), out=np.ones(3, np.float32)), TypeError, "out: expected float64 like x, got float32"),
     (lambda: hpipe.exp(np.ones(3), out=np.ones(4)), hpipe.Error, "hpipe.exp: out: expected shape (3,), got (4,)"),
     (lambda: hpipe.exp(np.ones(3), out=np.broadcast_to(np.ones(1), (3,))), TypeError, "out: is read-only"),
-    (lambda: hpipe.logsumexp(np.ones((2, 2, 2, 2, 2))), hpipe.Error, "x: expected 1 to 4 dimensions"),
+    (lambda: hpipe.logsumexp(np.ones((2, 2, 2, 2, 2)), axis=0), hpipe.Error,
+     "x: expected 1 to 4 dimensions with an axis"),
     (lambda: hpipe.conv1d(np.ones((2, 3)), np.ones(3), mode="circular"), hpipe.Error,
      "mode: expected 'full', 'same' or 'valid', got 'circular'"),
     (lambda: hpipe.cassi_forward(np.ones((1, 2, 3, 4)), np.ones((3, 4)), axis="depth"), hpipe.Error,
@@ -228,6 +229,10 @@ def test_elementwise_functions_take_any_rank_as_numpy_does(rng):
         np.testing.assert_allclose(hpipe.exp(view), np.exp(view), rtol=2e-7)
     out = np.full(x.shape, np.nan, np.float32)
     assert hpipe.erf(x, out=out) is out
+    # logsumexp of every element, as scipy.special.logsumexp: any rank, a 0-d x its value.
+    assert hpipe.logsumexp(np.array(2.0)) == 2.0
+    np.testing.assert_allclose(hpipe.logsumexp(x[None, ..., None]), np.log(np.exp(x.astype(np.float64)).sum()),
+                               rtol=1e-6)
     # Layouts that do not merge into 4 dimensions are named.
     with pytest.raises(ValueError, match=r"hpipe.exp: out: the layouts of x and out of shape \(2, 3, 4, 5, 6\) do not"):
         hpipe.exp(x, out=np.empty((6, 5, 4, 3, 2), np.float32).transpose())
