@@ -85,6 +85,8 @@ void install_error_handler() {
 
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
+bool has_no_elements(int rank, const std::int64_t *shape) { return std::find(shape, shape + rank, 0) != shape + rank; }
+
 }  // namespace
 
 void fail(std::string_view op, std::string_view arg, const std::string &message) {
@@ -93,7 +95,7 @@ void fail(std::string_view op, std::string_view arg, const std::string &message)
 
 Footprint footprint(const void *data, int element_bytes, int rank, const std::int64_t *shape,
                     const std::int64_t *strides, Memory memory) {
-  if (std::find(shape, shape + rank, 0) != shape + rank) return {0, 0, memory};
+  if (has_no_elements(rank, shape)) return {0, 0, memory};
   // In 128 bits: any int64 extents and strides, without overflow.
   __int128 lo = 0, hi = 0;
   for (int d = 0; d < rank; d++) {
@@ -116,8 +118,8 @@ void check_extents(std::string_view op, std::string_view name, int rank, const s
 
 void check_output_layout(std::string_view op, std::string_view name, int rank, const std::int64_t *shape,
                          const std::int64_t *strides) {
-  if (std::find(shape, shape + rank, 0) != shape + rank) return;  // no elements to share memory
-  std::array<std::pair<std::uint64_t, std::int64_t>, 8> dims;     // (|stride|, extent) of extents > 1
+  if (has_no_elements(rank, shape)) return;                    // no elements to share memory
+  std::array<std::pair<std::uint64_t, std::int64_t>, 8> dims;  // (|stride|, extent) of extents > 1
   int count = 0;
   for (int d = 0; d < rank && count < int(dims.size()); d++)
     if (shape[d] > 1)
@@ -185,7 +187,7 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
   b.type = type;
   b.data = static_cast<char *>(data);
   b.rank = rank;
-  b.empty = std::find(shape, shape + rank, 0) != shape + rank;
+  b.empty = has_no_elements(rank, shape);
   for (int i = 0; i < rank; i++) {
     const int d = rank - 1 - i;  // NumPy dimension d is Halide dimension i
     if (strides[d] > kInt32Max || strides[d] < -kInt32Max)
