@@ -147,6 +147,23 @@ TEST_F(FakeCuda, DeviceMemoryIsUsedInPlaceWithoutWaiting) {
   EXPECT_TRUE(same_values(x_after, x));
 }
 
+// Empty views (NumPy's empty results, tests/test_runtime.cpp): on CUDA too, no launch, no copy, no
+// allocation; a null device pointer is accepted, as an empty torch tensor's is.
+TEST_F(FakeCuda, EmptyViewsTouchNothing) {
+  const auto x = random_array<float, 2>({3, 4}, 4);
+  const long long live = hpipe_fake_cuda_live_allocations();
+  const Counts before = Counts::now();
+  exp(View<const float, 2>(nullptr, {0, 4}, Memory::cuda), View<float, 2>(nullptr, {0, 4}, Memory::cuda), kOnCuda);
+  auto lse = poisoned<float, 1>({0});
+  logsumexp(View<const float, 2>(x.data(), {0, 4}), 1, lse.view(), kOnCuda);
+  const Array<float, 3> measurement = cassi_forward(View<const float, 4>(x.data(), {0, 3, 4, 1}),
+                                                    Mask<float>(View<const float, 2>(x.data(), {4, 1})), {1}, kOnCuda);
+  EXPECT_EQ(measurement.shape(), (std::array<std::int64_t, 3>{0, 4, 3}));
+  const Counts c = Counts::now().since(before);
+  EXPECT_EQ(c.up + c.down + c.launches + c.waits, 0);
+  EXPECT_EQ(hpipe_fake_cuda_live_allocations(), live);
+}
+
 // A caller's stream: the kernels go on it; with device memory the call returns without a wait,
 // with host memory it waits for the stream before copying the result back (the copy runs on the
 // default stream, which does not wait for others).
