@@ -192,7 +192,7 @@ def _elementwise(op):
         return da.map_blocks(_task(op, device=device), x, dtype=x.dtype, name=f"hpipe-{op}")
 
     apply.__name__ = apply.__qualname__ = op
-    apply.__doc__ = f"hpipe.{op} on every block (any chunking, rank 1 to 4); the shape is kept."
+    apply.__doc__ = f"hpipe.{op} on every block (any chunking and rank, as hpipe.{op}); the shape is kept."
     return apply
 
 

@@ -206,10 +206,10 @@ inline constexpr const char *kSynth =
 inline constexpr const char *kSetNumThreads =
     "set_num_threads(n)\n--\n\n"
     "Sets the number of CPU worker threads of the kernels (default: the number of cores, or\n"
-    "HL_NUM_THREADS; hpipe.Error beyond hpipe's limit). Idle workers spin 1 ms for the next call before they sleep, so "
-    "that calls in\n"
-    "quick succession find them awake; HPIPE_SPIN_US=<microseconds> at start-up sets that time\n"
-    "(0: they sleep at once, for processes that share their cores with other busy ones).";
+    "HL_NUM_THREADS; hpipe.Error beyond hpipe's limit). Idle workers spin 1 ms for the next call\n"
+    "before they sleep, so that calls in quick succession find them awake;\n"
+    "HPIPE_SPIN_US=<microseconds> at start-up sets that time (0: they sleep at once, for processes\n"
+    "that share their cores with other busy ones).";
 inline constexpr const char *kNumThreads = "num_threads()\n--\n\nThe number of CPU worker threads of the kernels.";
 inline constexpr const char *kCudaAvailable =
     "cuda_available()\n--\n\n"

@@ -211,6 +211,7 @@ py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::
   Call call(op, device);
   Operand x = call.input(x_object, "x");
   Operand out = call.output(out_object, "out", x.shape_vector());
+  const bool zero_d = x.rank == 0;
   if (!merge_dimensions(x, out, 4))  // which leaves them as they were
     call.value_error(x.c_contiguous() ? "out" : "x",
                      "the layouts of x and out of shape " + shape_string(x.shape_vector()) +
@@ -231,7 +232,7 @@ py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::
     });
   });
   // NumPy's ufuncs return a scalar for a 0-d array (torch a 0-d tensor), and out= itself.
-  if (out_object.is_none() && x.numpy && py::len(out.object.attr("shape")) == 0) return out.object[py::tuple()];
+  if (out_object.is_none() && x.numpy && zero_d) return out.object[py::tuple()];
   return out.object;
 }
 
@@ -239,9 +240,9 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
   Call call("logsumexp", device);
   Operand x = call.input(x_object, "x");
   // Every element (axis None) of any rank, as SciPy's; along an axis, 1 to 4 dimensions.
-  if (!axis_object.is_none()) call.require_rank(x, "x", 1, 4, "with an axis");
   int axis = 0;
   if (!axis_object.is_none()) {
+    call.require_rank(x, "x", 1, 4, "with an axis");
     const std::int64_t a = call.integer(axis_object, "axis");
     if (a < -x.rank || a >= x.rank)
       call.value_error("axis", "expected -" + std::to_string(x.rank) + " to " + std::to_string(x.rank - 1) +

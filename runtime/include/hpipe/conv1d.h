@@ -7,7 +7,8 @@
 //   same    length M                full[t + (m - 1) / 2]      (centred as NumPy does)
 //   valid   length M - m + 1        full[t + m - 1]
 // La < Lv is legal: like NumPy the longer operand is the signal (the results are the same
-// convolution). Every length must be at least 1 (N may be 0). Kernels of 2..9 taps take unrolled code paths.
+// convolution). Every length must be at least 1 (N may be 0). Kernels of 2..9 taps take unrolled
+// code paths.
 //
 // Accuracy: each output is a sum of at most m products in the element type (m roundings).
 // Any strides are accepted; a non-unit innermost stride costs a copy. Outputs must not overlap
