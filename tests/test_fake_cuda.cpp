@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "cuda_memory.h"
 #include "fake_cuda/fake_cuda.h"
@@ -162,6 +164,43 @@ TEST_F(FakeCuda, EmptyViewsTouchNothing) {
   const Counts c = Counts::now().since(before);
   EXPECT_EQ(c.up + c.down + c.launches + c.waits, 0);
   EXPECT_EQ(hpipe_fake_cuda_live_allocations(), live);
+}
+
+// A reduction over an empty axis into CUDA memory: its identity in every element of the view, the
+// gaps between rows untouched, without a launch, on the default stream and on a caller's.
+TEST_F(FakeCuda, EmptyReductionsGiveTheirIdentityInCudaMemory) {
+  int stream_storage = 0;
+  for (const bool callers_stream : {false, true}) {
+    Options on_cuda = kOnCuda;
+    if (callers_stream) on_cuda.cuda_stream = &stream_storage;
+    const std::vector<float> poison(10, std::nanf(""));
+    DeviceMemory out(poison.data(), poison.size() * sizeof(float));
+    float *out_data = static_cast<float *>(out.get());
+    const Counts before = Counts::now();
+    // out (2, 3) with rows 5 apart, from x (2, 0, 3) along axis 1.
+    logsumexp(View<const float, 3>(nullptr, {2, 0, 3}, Memory::cuda), 1,
+              View<float, 2>(out_data, {2, 3}, {5, 1}, Memory::cuda), on_cuda);
+    EXPECT_EQ(Counts::now().since(before).launches, 0);
+    synchronize_cuda();
+    std::vector<float> got(10);
+    out.copy_to(got.data(), got.size() * sizeof(float));
+    const float minus_inf = -std::numeric_limits<float>::infinity();
+    for (int i = 0; i < 10; i++) {
+      if (i % 5 < 3)
+        EXPECT_EQ(got[i], minus_inf) << "element " << i;
+      else
+        EXPECT_TRUE(std::isnan(got[i])) << "gap " << i;
+    }
+
+    DeviceMemory dots(poison.data(), 3 * sizeof(double));
+    batched_dot(View<const double, 2>(nullptr, {3, 0}, Memory::cuda),
+                View<const double, 2>(nullptr, {3, 0}, Memory::cuda),
+                View<double, 1>(static_cast<double *>(dots.get()), {3}, Memory::cuda), on_cuda);
+    synchronize_cuda();
+    std::vector<double> dots_got(3, 1.0);
+    dots.copy_to(dots_got.data(), dots_got.size() * sizeof(double));
+    EXPECT_EQ(dots_got, std::vector<double>(3, 0.0));
+  }
 }
 
 // A caller's stream: the kernels go on it; with device memory the call returns without a wait,

@@ -299,6 +299,9 @@ TEST(EmptyArrays, EveryOpGivesNumPysResult) {
   auto lse = poisoned<float, 1>({8});
   hpipe::logsumexp(View<const float, 2>(x.data(), {0, 8}), 0, lse.view(), cpu);
   EXPECT_TRUE(std::all_of(lse.data(), lse.data() + 8, [&](float v) { return v == minus_inf; }));
+  auto lse_strided = poisoned<float, 1>({16});  // every other element: the kernel's dense copy, back
+  hpipe::logsumexp(View<const float, 2>(x.data(), {0, 8}), 0, View<float, 1>(lse_strided.data(), {8}, {2}), cpu);
+  for (int i = 0; i < 16; i++) EXPECT_EQ(std::isnan(lse_strided.data()[i]), i % 2 == 1) << "element " << i;
   const auto lse_rows = hpipe::logsumexp(View<const float, 3>(x.data(), {2, 3, 0}), -1, cpu);
   EXPECT_EQ(lse_rows.shape(), (std::array<std::int64_t, 2>{2, 3}));
   EXPECT_TRUE(std::all_of(lse_rows.data(), lse_rows.data() + 6, [&](float v) { return v == minus_inf; }));

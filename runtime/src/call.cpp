@@ -254,6 +254,51 @@ void Call::run_nothing() {
   if (!nothing_to_compute()) throw std::logic_error(std::string("hpipe::") + op_ + ": run_nothing with outputs");
 }
 
+namespace {
+
+void fill_elements(halide_buffer_t &buffer, double value) {
+  if (buffer.type == halide_type_of<float>()) {
+    Halide::Runtime::Buffer<float>(buffer).fill(static_cast<float>(value));
+  } else if (buffer.type == halide_type_of<double>()) {
+    Halide::Runtime::Buffer<double>(buffer).fill(value);
+  } else {
+    throw std::logic_error("hpipe: fill_elements takes float or double buffers");
+  }
+}
+
+}  // namespace
+
+void Call::run_filled(double identity) {
+  prepare();
+  int status = 0;
+  for (auto &b : buffers_) {
+    if (!b.is_output || b.empty) continue;
+    halide_buffer_t *buffer = b.kernel_buffer();
+    if (b.memory == Memory::host) {
+      fill_elements(*buffer, identity);  // finish() copies a dense copy back
+      b.on_device = false;               // nothing of it is on a device
+      continue;
+    }
+    // The caller's CUDA memory: the values staged in host memory laid out as the view (Halide's
+    // copy moves only the view's elements), then copied up on the call's stream.
+    std::int64_t low = 0, high = 0;
+    for (int d = 0; d < b.rank; d++) {
+      const std::int64_t span = std::int64_t(b.dims[d].extent - 1) * b.dims[d].stride;
+      low += std::min<std::int64_t>(0, span);
+      high += std::max<std::int64_t>(0, span);
+    }
+    std::vector<unsigned char> staging(static_cast<std::size_t>(high - low + 1) * b.type.bytes());
+    buffer->host = staging.data() - low * b.type.bytes();
+    fill_elements(*buffer, identity);
+    buffer->set_host_dirty(true);
+    status = copy_to_device(&context_, buffer);
+    buffer->set_host_dirty(false);
+    buffer->host = nullptr;
+    if (status) break;
+  }
+  finish(status);
+}
+
 void Call::prepare() {
   select_backend();
 
@@ -264,8 +309,9 @@ void Call::prepare() {
       if (&other != &out && out.bytes.overlaps(other.bytes)) fail_overlap(op_, out.name, other.is_output, other.name);
   }
 
-  // Halide buffers.
+  // Halide buffers (an empty view is never a kernel's: only run_filled() gets this far with one).
   for (auto &b : buffers_) {
+    if (b.empty) continue;
     const int rank = b.rank;
     if (b.memory == Memory::cuda) {
       if (b.dims[0].stride != 1) fail(b.name, "a view in CUDA memory needs an innermost stride of 1");

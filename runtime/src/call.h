@@ -146,6 +146,10 @@ class Call {
   // error naming both (an op whose reduction has an identity gives it before it calls).
   // For an op that found its outputs empty before choosing a kernel: what run() does then.
   void run_nothing();
+  // For an op whose reduction runs over no elements: what run() does, but instead of a kernel each
+  // output element is set to the reduction's identity (logsumexp's -inf, a dot's 0), in host or
+  // CUDA memory. Float and double outputs.
+  void run_filled(double identity);
   template <class Fn, class... Args>
   void run(const Kernel<Fn> &kernel, Args... args) {
     if (nothing_to_compute()) return;

@@ -12,6 +12,9 @@ void wrap_device_pointer(void *context, halide_buffer_t *buffer, void *device_po
 // After a CUDA kernel: copy a host-memory output back (waiting for the kernels first); a
 // device-memory output needs nothing, since calls on CUDA memory are stream-ordered.
 int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_device_memory);
+// Copies a host-dirty `buffer`'s elements from its host pointer to its device memory, on the
+// call's stream.
+int copy_to_device(void *context, halide_buffer_t *buffer);
 // Frees hpipe's device copy of a host-memory buffer, or detaches a caller's device memory.
 void release_device(void *context, halide_buffer_t *buffer, bool caller_device_memory);
 

@@ -218,6 +218,9 @@ int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_dev
     if (const int status = halide_device_sync(context, buffer)) return status;
   return halide_copy_to_host(context, buffer);
 }
+int copy_to_device(void *context, halide_buffer_t *buffer) {
+  return halide_copy_to_device(context, buffer, halide_cuda_device_interface());
+}
 void release_device(void *context, halide_buffer_t *buffer, bool caller_device_memory) {
   if (caller_device_memory) {
     halide_cuda_detach_device_ptr(context, buffer);
@@ -230,6 +233,7 @@ void wrap_device_pointer(void *, halide_buffer_t *, void *) {
   throw Error("hpipe: CUDA memory given, but this hpipe was built without CUDA (HPIPE_CUDA=OFF)");
 }
 int finish_device_output(void *, halide_buffer_t *, bool) { return 0; }
+int copy_to_device(void *, halide_buffer_t *) { return 0; }  // no CUDA memory gets this far
 void release_device(void *, halide_buffer_t *, bool) {}
 #endif
 

@@ -207,13 +207,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     call.output("out", out);
     if (out.size() == 0) return call.run_nothing();
     // The logarithm of an empty sum, as torch.logsumexp and scipy.special.logsumexp give it.
-    if (out.memory() != Memory::host)
-      call.fail(
-          "x", "axis " + std::to_string(axis) + " has no elements; its result, -inf, is written only into host memory");
-    for_each_index(out.shape(), [&](const auto &index) {
-      out.data()[offset_of(index, out.strides())] = -std::numeric_limits<T>::infinity();
-    });
-    return;
+    return call.run_filled(-std::numeric_limits<double>::infinity());
   }
   const Merged xo = merge(x, 0, axis), xi = merge(x, axis + 1, N);
   const Merged oo = merge(out, 0, axis), oi = merge(out, axis, N - 1);
