@@ -143,7 +143,8 @@ class Call {
   // (context, args...) where each Arg becomes its halide_buffer_t*, and finishes the outputs. Where
   // every output is empty (an extent of 0, as NumPy allows) there is nothing to compute: the backend
   // is resolved, as for any call, and no kernel runs; an empty input to outputs with elements is an
-  // error naming both (an op whose reduction has an identity gives it before it calls).
+  // error naming both (an op whose outputs are then sums or reductions of no terms calls
+  // run_filled() instead).
   // For an op that found its outputs empty before choosing a kernel: what run() does then.
   void run_nothing();
   // For an op whose reduction runs over no elements: what run() does, but instead of a kernel each

@@ -55,6 +55,7 @@ void run_cube_to_measurement(const char *op, const K &kernel, View<const T, 4> x
   auto xa = call.input("x", x);
   auto ma = call.input("mask", m);
   auto ya = call.output("y", y);
+  if (x.size() == 0) return call.run_filled(0);  // a cube of no columns (rows): sums of no terms
   call.run(kernel, xa, ma, d.step, axis_code(d.axis), ya);
 }
 
@@ -86,6 +87,7 @@ void shift_impl(const char *op, View<const T, 4> in, Dispersion d, View<T, 4> ou
               [&] { return back ? std::string() : of_cube(cube, d); });
   auto ia = call.input(back ? "shifted" : "x", in);
   auto oa = call.output(back ? "x" : "shifted", out);
+  if (!back && in.size() == 0) return call.run_filled(0);  // a cube of no columns (rows): padding only
   if (back) {
     call.run(CassiKernels<T>::shift_back, ia, d.step, axis_code(d.axis), oa);
   } else {
@@ -109,6 +111,7 @@ void phi_impl(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> 
   });
   auto ma = call.input("mask", m);
   auto pa = call.output("phi", phi);
+  if (mv.size() == 0) return call.run_filled(0);  // a mask of no columns (rows): sums of no terms
   call.run(CassiKernels<T>::phi, ma, d.step, axis_code(d.axis), pa);
 }
 
@@ -157,7 +160,7 @@ Shape4 cube_of(std::string_view op, const char *name, const Shape3 &measurement,
   const std::int64_t spread = spread_of(op, "bands", bands, d);
   Shape4 cube{measurement[0], bands, measurement[1], measurement[2]};
   std::int64_t &shrunk = cube[d.axis == Axis::height ? 2 : 3];
-  if (__builtin_sub_overflow(shrunk, spread, &shrunk) || shrunk < 1)
+  if (__builtin_sub_overflow(shrunk, spread, &shrunk) || shrunk < 0)  // 0: the cube of no columns forward gives
     fail(op, name,
          "shape " + shape_string(measurement) + " is too small for " + std::to_string(bands) + " bands with " +
              describe(d));
