@@ -204,11 +204,14 @@ PyObject *attribute(PyObject *object, PyObject *name) {
 // read through the C API with interned names (pybind11's attr() builds the name's string on every
 // call). The torch objects are looked up once torch is imported and never released (they outlive
 // the module). Returns false for anything else.
+// A tensor whose negative bit is set (x.conj().imag, torch._neg_view(x): its elements are the
+// negatives of its memory's) is read through resolve_neg(), a copy; as out= it is refused. A tensor
+// that requires grad is refused while autograd records (outside torch.no_grad()).
 template <class TypeError>
-bool read_torch(py::handle object, Operand &a, const TypeError &type_error) {
-  static py::handle tensor_type, float32, float64;
-  static PyObject *is_cpu, *is_cuda, *get_device, *requires_grad, *dtype_name, *shape_name, *stride_name,
-      *data_ptr_name;
+bool read_torch(py::handle object, Operand &a, bool writable, const TypeError &type_error) {
+  static py::handle tensor_type, float32, float64, is_grad_enabled;
+  static PyObject *is_cpu, *is_cuda, *is_neg, *resolve_neg, *get_device, *requires_grad, *dtype_name, *shape_name,
+      *stride_name, *data_ptr_name;
   if (!tensor_type) {
     const py::dict modules = py::module_::import("sys").attr("modules");
     if (!modules.contains("torch")) return false;
@@ -216,8 +219,11 @@ bool read_torch(py::handle object, Operand &a, const TypeError &type_error) {
     tensor_type = py::object(torch.attr("Tensor")).release();
     float32 = py::object(torch.attr("float32")).release();
     float64 = py::object(torch.attr("float64")).release();
+    is_grad_enabled = py::object(torch.attr("is_grad_enabled")).release();
     is_cpu = PyUnicode_InternFromString("is_cpu");
     is_cuda = PyUnicode_InternFromString("is_cuda");
+    is_neg = PyUnicode_InternFromString("is_neg");
+    resolve_neg = PyUnicode_InternFromString("resolve_neg");
     get_device = PyUnicode_InternFromString("get_device");
     requires_grad = PyUnicode_InternFromString("requires_grad");
     dtype_name = PyUnicode_InternFromString("dtype");
@@ -231,8 +237,23 @@ bool read_torch(py::handle object, Operand &a, const TypeError &type_error) {
     const py::object value = py::reinterpret_steal<py::object>(attribute(tensor, name));
     return value.ptr() == Py_True;
   };
-  if (flag(requires_grad))
-    type_error("requires grad; the functions of hpipe.torch differentiate through hpipe, or pass a detached tensor");
+  if (flag(requires_grad) && is_grad_enabled().ptr() == Py_True)
+    type_error(
+        "requires grad; the functions of hpipe.torch differentiate through hpipe, or pass a detached tensor (or call "
+        "under torch.no_grad())");
+  const py::object negative = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, is_neg));
+  if (!negative) PyErr_Clear();  // a torch without the negative bit
+  if (negative.ptr() == Py_True) {
+    if (writable)
+      type_error(
+          "has its negative bit set (a lazily negated view, such as x.conj().imag), which hpipe cannot write "
+          "through; pass a tensor without it");
+    const py::object resolved = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, resolve_neg));
+    if (!resolved) throw py::error_already_set();
+    if (!read_torch(resolved, a, writable, type_error)) return false;
+    a.object = resolved;  // kept alive with the operand
+    return true;
+  }
   if (flag(is_cuda)) {
     const py::object device = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, get_device));
     if (!device || !PyLong_Check(device.ptr())) {
@@ -281,7 +302,7 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
       type_error(name, "expected native byte order, got " + std::string(py::str(object.attr("dtype"))) +
                            "; convert with x.astype(x.dtype.newbyteorder('='))");
     if (writable && !(array->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_))
-      type_error(name, "is read-only; pass a writable array");
+      value_error(name, "is read-only; pass a writable array");  // as NumPy's ufuncs say it
     if (array->nd > kMaxRank)
       value_error(name,
                   "has " + std::to_string(array->nd) + " dimensions; hpipe takes at most " + std::to_string(kMaxRank));
@@ -297,11 +318,17 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
       a.shape[d] = array->dimensions[d];
       a.strides[d] = array->strides[d] / static_cast<Py_ssize_t>(itemsize);
     }
-  } else if (read_torch(object, a, [&](const std::string &what) { type_error(name, what); })) {
+  } else if (read_torch(object, a, writable, [&](const std::string &what) { type_error(name, what); })) {
     itemsize = a.dtype == DType::f32 ? 4 : 8;
     if (a.memory == Memory::cuda) a.stream = stream_for(object, a.device_id);
   } else if (py::hasattr(object, "__dlpack__")) {
-    const auto device = object.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+    std::pair<int, int> device;
+    try {
+      device = object.attr("__dlpack_device__")().cast<std::pair<int, int>>();
+    } catch (py::error_already_set &e) {  // torch's meta and other devices DLPack has no number for
+      type_error(name, "expected host or CUDA memory, got an array whose __dlpack_device__ failed: " +
+                           std::string(py::str(e.type().attr("__name__"))) + ": " + std::string(py::str(e.value())));
+    }
     a.device_id = device.second;
     py::object stream = py::none();
     if (device.first == kDLCPU || device.first == kDLCUDAHost) {

@@ -11,7 +11,7 @@ namespace hpipe::python::docs {
   "read in place). The result goes into `out` (returned) or a new array of x's kind (NumPy in,\n"     \
   "NumPy out; tensor in, tensor on the same device out). device: 'auto' (CUDA when usable or the\n"   \
   "arrays are on a GPU), 'cpu' or 'cuda'. Raises hpipe.Error (a ValueError) for bad shapes and\n"     \
-  "values, TypeError for a wrong dtype, kind, device mix or read-only `out`.\n"
+  "values and a read-only `out` (as NumPy), TypeError for a wrong dtype, kind or device mix.\n"
 
 #define HPIPE_CASSI_ARGS                                                                            \
   "mask: (H, W) shared by all bands, or (C, H, W) one per band. step: S, the displacement in\n"     \

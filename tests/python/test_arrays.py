@@ -100,7 +100,7 @@ def error_message(call, exception):
     (lambda: hpipe.batched_dot(np.ones((3, 4)), np.ones((3, 5))), hpipe.Error, "hpipe::batched_dot: b:"),
     (lambda: hpipe.exp(np.ones(3), out=np.ones(3, np.float32)), TypeError, "out: expected float64 like x, got float32"),
     (lambda: hpipe.exp(np.ones(3), out=np.ones(4)), hpipe.Error, "hpipe.exp: out: expected shape (3,), got (4,)"),
-    (lambda: hpipe.exp(np.ones(3), out=np.broadcast_to(np.ones(1), (3,))), TypeError, "out: is read-only"),
+    (lambda: hpipe.exp(np.ones(3), out=np.broadcast_to(np.ones(1), (3,))), ValueError, "out: is read-only"),
     (lambda: hpipe.logsumexp(np.ones((2, 2, 2, 2, 2)), axis=0), hpipe.Error,
      "x: expected 1 to 4 dimensions with an axis"),
     (lambda: hpipe.conv1d(np.ones((2, 3)), np.ones(3), mode="circular"), hpipe.Error,
@@ -221,6 +221,24 @@ def test_empty_arrays_give_numpys_results():
         np.testing.assert_array_equal(y, np.zeros((1, 8, 3 * step), f32))
         for back in (hpipe.cassi_adjoint, hpipe.cassi_pinv, hpipe.cassi_pinv_alpha):
             assert back(y, no_columns_mask, bands=4, step=step).shape == (1, 4, 8, 0)
+
+
+def test_torch_tensors_read_as_torch_reads_them():
+    # The negative bit (a lazily negated view): read as its values, refused as out=.
+    x = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex128).conj().imag
+    assert x.is_neg()
+    torch.testing.assert_close(hpipe.exp(x), torch.exp(x), rtol=1e-15, atol=0)
+    torch.testing.assert_close(hpipe.logsumexp(torch._neg_view(x)), torch.logsumexp(-x, 0), rtol=1e-15, atol=0)
+    negated_out = torch.zeros(2, dtype=torch.complex128).conj().imag
+    with pytest.raises(TypeError, match="hpipe.exp: out: has its negative bit set"):
+        hpipe.exp(torch.zeros(2, dtype=torch.float64), out=negated_out)
+    # A parameter under torch.no_grad(), as torch's own functions take it.
+    weight = torch.nn.Parameter(torch.linspace(0.5, 2, 5))
+    with torch.no_grad():
+        torch.testing.assert_close(hpipe.log(weight), torch.log(weight), rtol=2e-7, atol=0)
+    # A device DLPack has no number for is named.
+    with pytest.raises(TypeError, match="hpipe.exp: x: expected host or CUDA memory, got an array whose __dlpack_device"):
+        hpipe.exp(torch.ones(3, device="meta"))
 
 
 def test_elementwise_functions_take_any_rank_as_numpy_does(rng):
