@@ -63,7 +63,9 @@ def _size_threads(c):
     for address, info in c.scheduler_info()["workers"].items():
         host = get_address_host(address)
         per_host[host] = per_host.get(host, 0) + info["nthreads"]
-    c.register_worker_plugin(HpipeThreads(per_host), name=HpipeThreads.name)
+    # register_plugin since distributed 2023.9; register_worker_plugin, its older name, is gone in 2026.6.
+    register = getattr(c, "register_plugin", None) or c.register_worker_plugin
+    register(HpipeThreads(per_host), name=HpipeThreads.name)
     c._hpipe_threads_sized = True
 
 
@@ -185,11 +187,17 @@ def admm_tv(y, mask, bands=None, step=2, axis="width", device="auto", **params):
     return _inverse("admm_tv", y, mask, bands, step, axis, device, **params)
 
 
+def _key_name(op, *args, **kwargs):
+    """map_blocks' name= for one call: Dask since 2025.7 takes it as the whole key name (it was a
+    prefix), so it carries its own token of the call's inputs; calls of one name would share keys."""
+    return f"hpipe-{op}-" + tokenize(*args, **kwargs)
+
+
 def _elementwise(op):
     def apply(x, device="auto"):
         client()
         x = x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks=-1)
-        return da.map_blocks(_task(op, device=device), x, dtype=x.dtype, name=f"hpipe-{op}")
+        return da.map_blocks(_task(op, device=device), x, dtype=x.dtype, name=_key_name(op, x, device))
 
     apply.__name__ = apply.__qualname__ = op
     apply.__doc__ = f"hpipe.{op} on every block (any chunking and rank, as hpipe.{op}); the shape is kept."
@@ -211,7 +219,7 @@ def logsumexp(x, axis, device="auto"):
     axis %= x.ndim
     x = x.rechunk({axis: -1})
     return da.map_blocks(_task("logsumexp", axis=axis, device=device), x, drop_axis=axis,
-                         dtype=x.dtype, name="hpipe-logsumexp")
+                         dtype=x.dtype, name=_key_name("logsumexp", x, axis, device))
 
 
 def batched_dot(a, b, device="auto"):
@@ -220,7 +228,7 @@ def batched_dot(a, b, device="auto"):
     b = _batched(b, "b", 2).rechunk(a.chunks)
     client()
     return da.map_blocks(_task("batched_dot", device=device), a, b, drop_axis=1, dtype=a.dtype,
-                         name="hpipe-batched_dot")
+                         name=_key_name("batched_dot", a, b, device))
 
 
 def conv1d(a, v, mode="full", device="auto"):
@@ -228,6 +236,7 @@ def conv1d(a, v, mode="full", device="auto"):
     worker once) or v (N, Lv) one row per signal (chunked as a) -> (N, Lout), np.convolve's
     lengths: La + Lv - 1 (full), max(La, Lv) (same), max - min + 1 (valid)."""
     a = _batched(a, "a", 2)
+    v = v if isinstance(v, da.Array) else np.asarray(v)
     la = a.shape[1]
     lv = v.shape[-1]
     lengths = {"full": la + lv - 1, "same": max(la, lv), "valid": max(la, lv) - min(la, lv) + 1}
@@ -238,4 +247,5 @@ def conv1d(a, v, mode="full", device="auto"):
     v = _batched(v, "v", 2).rechunk((a.chunks[0], (lv,)))
     client()
     return da.map_blocks(_task("conv1d", mode=mode, device=device), a, v,
-                         chunks=(a.chunks[0], (lengths[mode],)), dtype=a.dtype, name="hpipe-conv1d")
+                         chunks=(a.chunks[0], (lengths[mode],)), dtype=a.dtype,
+                         name=_key_name("conv1d", a, v, mode, device))

@@ -11,6 +11,7 @@ import time
 import numpy as np
 import pytest
 
+dask = pytest.importorskip("dask")
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 psutil = pytest.importorskip("psutil")
@@ -63,6 +64,22 @@ def test_every_op_gives_the_serial_calls_bits(client):
         for axis in (0, 1, 2):
             got = hd.logsumexp(da.from_array(z, chunks=(2, 3, 4)), axis=axis).compute()
             assert np.array_equal(got, hpipe.logsumexp(z, axis=axis)), axis
+
+
+def test_calls_on_other_inputs_have_keys_of_their_own(client, monkeypatch):
+    # Dask since 2025.7 takes map_blocks' name= as the whole key name: hpipe.dask's names carry
+    # their inputs' token, else two calls share keys and one's blocks stand for the other's.
+    names = []
+    map_blocks = da.map_blocks
+    monkeypatch.setattr(da, "map_blocks", lambda *args, name, **kwargs: names.append(name) or map_blocks(
+        *args, name=name, **kwargs))
+    zeros, ones = da.zeros((4, 3), chunks=2), da.ones((4, 3), chunks=2)
+    for inputs in ((zeros,), (ones,)):
+        hd.exp(*inputs), hd.logsumexp(*inputs, axis=0), hd.batched_dot(*inputs, *inputs)
+        hd.conv1d(*inputs, inputs[0][:, :2])
+    assert len(set(names)) == len(names) == 8
+    exps = dask.compute(hd.exp(zeros), hd.exp(ones))
+    np.testing.assert_array_equal(exps[1], np.full((4, 3), np.e))
 
 
 def test_the_mask_is_one_key_of_the_graph(client):
