@@ -1,8 +1,11 @@
 #include "arrays.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 
 namespace hpipe::python {
@@ -110,7 +113,10 @@ bool merge_dimensions(Operand &x, Operand &out, int most) {
   return true;
 }
 
-Call::Call(const char *op, py::handle device) : op_(op) {
+Call::Call(const char *op, py::handle device, std::initializer_list<Rename> renames) : op_(op) {
+  if (renames.size() > renames_.size()) throw std::logic_error("hpipe.Call: more renames than it holds");
+  std::copy(renames.begin(), renames.end(), renames_.begin());
+  rename_count_ = renames.size();
   if (!device) return;  // Options' default: automatic
   static constexpr Device kDevices[] = {Device::automatic, Device::cpu, Device::cuda};
   options_.device = kDevices[choice(device, "device", {"auto", "cpu", "cuda"})];
@@ -174,6 +180,29 @@ void Call::type_error(const char *name, const std::string &what) const {
 
 void Call::value_error(const char *name, const std::string &what) const {
   throw Error(std::string("hpipe.") + op_ + ": " + name + ": " + what);
+}
+
+void Call::raise_in_python_terms(const Error &error) const {
+  // The library's messages are "hpipe::<op>: <argument>: <what>", <op> perhaps a helper the
+  // function called (cassi_cube_shape); the argument is renamed, and those the text names
+  // ("overlaps input x", "but output y has").
+  const std::string_view message = error.what(), prefix = "hpipe::";
+  const std::size_t op_end = message.find(": ");
+  if (message.substr(0, prefix.size()) != prefix || op_end == std::string_view::npos) throw;  // already Python's
+  std::string text(message.substr(op_end + 2));
+  const auto is_name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; };
+  for (std::size_t i = 0; i < rename_count_; i++) {
+    const std::string cpp = renames_[i].cpp, python = renames_[i].python;
+    if (text.compare(0, cpp.size() + 2, cpp + ": ") == 0) text.replace(0, cpp.size(), python);
+    for (const std::string role : {"input ", "output "}) {
+      for (std::size_t at = text.find(role + cpp); at != std::string::npos; at = text.find(role + cpp, at + 1)) {
+        const std::size_t end = at + role.size() + cpp.size();
+        if ((at > 0 && is_name_char(text[at - 1])) || (end < text.size() && is_name_char(text[end]))) continue;
+        text.replace(at + role.size(), cpp.size(), python);
+      }
+    }
+  }
+  throw Error(std::string("hpipe.") + op_ + ": " + text);
 }
 
 void Call::require_rank(const Operand &a, const char *name, int rank, const char *dims) const {

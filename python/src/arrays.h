@@ -72,8 +72,12 @@ bool merge_dimensions(Operand &x, Operand &out, int most);
 // The arguments of one operation, named in its error messages as "hpipe.<op>: <argument>: ...".
 class Call {
  public:
+  // An argument the C++ library names otherwise (exp's output y is this function's out=).
+  struct Rename {
+    const char *cpp, *python;
+  };
   // `device`: 'auto' (also when not given), 'cpu' or 'cuda'.
-  Call(const char *op, py::handle device = {});
+  Call(const char *op, py::handle device = {}, std::initializer_list<Rename> renames = {});
 
   // An input. The first fixes the dtype, the memory (host or one CUDA device) and the kind of
   // new outputs; the others must match it.
@@ -113,6 +117,25 @@ class Call {
   void require_rank(const Operand &a, const char *name, int low, int high, const char *dims) const;
   void require_shape(const Operand &a, const char *name, const std::vector<std::int64_t> &shape) const;
 
+  // Runs f, the function's calls into the C++ library: an hpipe::Error they throw is raised again
+  // in this function's terms, "hpipe.<op>: <argument as Python names it>: ...".
+  template <class F>
+  decltype(auto) run(F &&f) const {
+    try {
+      return f();
+    } catch (const Error &e) {
+      raise_in_python_terms(e);
+    }
+  }
+  // run() of f(T{}) for the element type.
+  template <class F>
+  decltype(auto) dispatch(F &&f) const {
+    return run([&]() -> decltype(auto) {
+      if (dtype_ == DType::f32) return f(float{});
+      return f(double{});
+    });
+  }
+
   DType dtype() const { return dtype_; }
   const Options &options() const { return options_; }
   [[noreturn]] void type_error(const char *name, const std::string &what) const;
@@ -120,12 +143,15 @@ class Call {
 
  private:
   std::int64_t integer_in(py::handle value, const char *name, std::int64_t low, std::int64_t high) const;
+  [[noreturn]] void raise_in_python_terms(const Error &error) const;
   Operand read(py::handle object, const char *name, bool writable);
   void match_first(const Operand &a, const char *name);
   // The stream of the call: the current stream of the first CUDA array's library, asked once.
   std::intptr_t stream_for(py::handle object, int device_id);
 
   const char *op_;  // a string literal
+  std::array<Rename, 6> renames_{};
+  std::size_t rename_count_ = 0;
   Options options_;
   bool have_first_ = false;
   DType dtype_ = DType::f32;
@@ -136,13 +162,6 @@ class Call {
   int device_id_ = 0;
   std::optional<std::intptr_t> stream_;
 };
-
-// Runs f(T{}) for the element type.
-template <class F>
-decltype(auto) dispatch(DType dtype, F &&f) {
-  if (dtype == DType::f32) return f(float{});
-  return f(double{});
-}
 
 // A new NumPy array owning 64-byte aligned, uninitialised storage.
 py::array new_numpy(DType dtype, const std::vector<std::int64_t> &shape);

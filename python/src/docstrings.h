@@ -19,8 +19,8 @@ namespace hpipe::python::docs {
   "(H' = H + (C - 1)|S|). Band c is displaced by o_c = c S - min(0, (C - 1) S).\n"
 
 inline constexpr const char *kError =
-    "Raised by hpipe for bad arguments and kernel failures; the message is the C++ library's:\n"
-    "it names the operation and the argument, what was expected and what was given.";
+    "Raised by hpipe for bad arguments and kernel failures; the message names the function and\n"
+    "the argument as Python names them, what was expected and what was given.";
 
 inline constexpr const char *kIterationInfo =
     "Passed to the callback of gap_tv/admm_tv after every iteration: iteration (1-based),\n"

@@ -51,14 +51,15 @@ void with_rank(int rank, F &&f) {
 
 py::object cassi_forward(py::handle x_object, py::handle mask_object, py::handle step, py::handle axis,
                          py::handle out_object, py::handle device) {
-  Call call("cassi_forward", device);
+  Call call("cassi_forward", device, {{"y", "out"}, {"cube", "x"}});
   const Dispersion d = dispersion(call, step, axis);
   const Operand x = call.input(x_object, "x");
   call.require_rank(x, "x", 4, "(B, C, H, W)");
   const Operand mask = read_mask(call, mask_object);
-  const Operand out = call.output(
-      out_object, "out", to_shape(cassi_measurement_shape({x.shape[0], x.shape[1], x.shape[2], x.shape[3]}, d)));
-  dispatch(call.dtype(), [&](auto zero) {
+  const Operand out = call.output(out_object, "out", call.run([&] {
+    return to_shape(cassi_measurement_shape({x.shape[0], x.shape[1], x.shape[2], x.shape[3]}, d));
+  }));
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     hpipe::cassi_forward(x.input<T, 4>(), mask_of<T>(mask), d, out.view<T, 3>(), call.options());
@@ -84,7 +85,7 @@ std::int64_t band_count(const Call &call, py::handle bands, const Operand *out, 
 Operand cube_output(Call &call, const Operand &y, const Operand &mask, py::handle bands, Dispersion d,
                     py::handle out_object) {
   const auto shape = [&](std::int64_t c) {
-    return to_shape(cassi_cube_shape({y.shape[0], y.shape[1], y.shape[2]}, c, d));
+    return call.run([&] { return to_shape(cassi_cube_shape({y.shape[0], y.shape[1], y.shape[2]}, c, d)); });
   };
   if (out_object.is_none()) return call.output(out_object, "out", shape(band_count(call, bands, nullptr, mask)));
   Operand out = call.output(out_object, "out");
@@ -97,13 +98,13 @@ Operand cube_output(Call &call, const Operand &y, const Operand &mask, py::handl
 template <class Run>
 py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py::handle mask_object, py::handle bands,
                                py::handle step, py::handle axis, py::handle out_object, py::handle device) {
-  Call call(op, device);
+  Call call(op, device, {{"x", "out"}, {"measurement", "y"}});
   const Dispersion d = dispersion(call, step, axis);
   const Operand y = call.input(y_object, "y");
   call.require_rank(y, "y", 3, "(B, H, W') or (B, H', W)");
   const Operand mask = read_mask(call, mask_object);
   const Operand out = cube_output(call, y, mask, bands, d, out_object);
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     run(y.input<T, 3>(), mask_of<T>(mask), d, out.view<T, 4>(), call.options());
@@ -113,14 +114,14 @@ py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py:
 
 py::object cassi_phi(py::handle mask_object, py::handle bands, py::handle step, py::handle axis, py::handle out_object,
                      py::handle device) {
-  Call call("cassi_phi", device);
+  Call call("cassi_phi", device, {{"phi", "out"}, {"cube", "bands"}});
   const Dispersion d = dispersion(call, step, axis);
   const Operand mask = read_mask(call, mask_object);
   const std::int64_t h = mask.shape[mask.rank - 2], w = mask.shape[mask.rank - 1];
   const auto c = band_count(call, bands, nullptr, mask);
-  const auto y = cassi_measurement_shape({1, c, h, w}, d);
+  const auto y = call.run([&] { return cassi_measurement_shape({1, c, h, w}, d); });
   const Operand out = call.output(out_object, "out", {y[1], y[2]});
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     hpipe::cassi_phi(mask_of<T>(mask), c, d, out.view<T, 2>(), call.options());
@@ -132,19 +133,18 @@ py::object cassi_phi(py::handle mask_object, py::handle bands, py::handle step, 
 py::object cassi_shift_either(bool back, py::handle x_object, py::handle step, py::handle axis, py::handle out_object,
                               py::handle device) {
   const char *name = back ? "shifted" : "x";
-  Call call(back ? "cassi_shift_back" : "cassi_shift", device);
+  Call call = back ? Call("cassi_shift_back", device, {{"x", "out"}, {"measurement", "shifted"}})
+                   : Call("cassi_shift", device, {{"shifted", "out"}, {"cube", "x"}});
   const Dispersion d = dispersion(call, step, axis);
   const Operand x = call.input(x_object, name);
   call.require_rank(x, name, 4, back ? "(B, C, H, W') or (B, C, H', W)" : "(B, C, H, W)");
-  Shape shape;
-  if (back) {
-    shape = to_shape(cassi_cube_shape({x.shape[0], x.shape[2], x.shape[3]}, x.shape[1], d));
-  } else {
+  const Shape shape = call.run([&]() -> Shape {
+    if (back) return to_shape(cassi_cube_shape({x.shape[0], x.shape[2], x.shape[3]}, x.shape[1], d));
     const auto y = cassi_measurement_shape({x.shape[0], x.shape[1], x.shape[2], x.shape[3]}, d);
-    shape = {x.shape[0], x.shape[1], y[1], y[2]};
-  }
+    return {x.shape[0], x.shape[1], y[1], y[2]};
+  });
   const Operand out = call.output(out_object, "out", shape);
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     if (back)
@@ -173,7 +173,7 @@ py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_
     call.dense_rows(b, "b");
   }
   const Operand out = call.output(out_object, "out", {a.shape[0]});
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     hpipe::batched_dot(a.input<T, 2>(), b.input<T, 2>(), out.view<T, 1>(), call.options());
@@ -192,7 +192,7 @@ py::object conv1d(py::handle a_object, py::handle v_object, py::handle mode_obje
   call.require_rank(v, "v", 1, 2, "((N, Lv) per row, or (Lv,) shared)");
   const Operand out =
       call.output(out_object, "out", {a.shape[0], conv1d_length(a.shape[1], v.shape[v.rank - 1], mode)});
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     if (v.rank == 2)
@@ -208,7 +208,7 @@ py::object conv1d(py::handle a_object, py::handle v_object, py::handle mode_obje
 enum class Elementwise { exp, log, erf };
 
 py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::handle out_object, py::handle device) {
-  Call call(op, device);
+  Call call(op, device, {{"y", "out"}});
   Operand x = call.input(x_object, "x");
   Operand out = call.output(out_object, "out", x.shape_vector());
   const bool zero_d = x.rank == 0;
@@ -217,7 +217,7 @@ py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::
                      "the layouts of x and out of shape " + shape_string(x.shape_vector()) +
                          " do not merge into 4 dimensions; any rank is taken where they do (contiguous arrays, "
                          "slices of them): pass contiguous copies");
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     with_rank(x.rank, [&](auto rank) {
       constexpr int N = decltype(rank)::value;
@@ -258,7 +258,7 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
     x.rank = 1, x.shape[0] = n, x.strides[0] = 1;
   }
   if (x.rank == 1) {
-    const double value = dispatch(call.dtype(), [&](auto zero) -> double {
+    const double value = call.dispatch([&](auto zero) -> double {
       using T = decltype(zero);
       py::gil_scoped_release nogil;
       return hpipe::logsumexp(x.input<T, 1>(), call.options());
@@ -268,7 +268,7 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
   Shape shape = x.shape_vector();
   shape.erase(shape.begin() + axis);
   const Operand out = call.output(out_object, "out", shape);
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     with_rank(x.rank, [&](auto rank) {
       constexpr int N = std::max(decltype(rank)::value, 2);  // rank 1 returned above
@@ -318,7 +318,12 @@ struct ReconArgs {
 py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle mask_object, const ReconArgs &args,
                           py::handle out_object, py::handle device) {
   const char *op = method == ReconMethod::gap_tv ? "gap_tv" : "admm_tv";
-  Call call(op, device);
+  Call call(op, device,
+            {{"x", "out"},
+             {"measurement", "y"},
+             {"lambda", "lam"},
+             {"tv.weight", "tv_weight"},
+             {"tv.iterations", "tv_iterations"}});
   ReconParams params;
   params.dispersion = dispersion(call, args.step, args.axis);
   params.iterations = call.integer<int>(args.iterations, "iterations");
@@ -336,7 +341,7 @@ py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle ma
   const Operand mask = read_mask(call, mask_object);
   const Operand out = cube_output(call, y, mask, args.bands, params.dispersion, out_object);
   const IterationCallback progress = Progress(op, args.callback, call.boolean(args.progress, "progress"));
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     if (method == ReconMethod::gap_tv)
@@ -349,13 +354,13 @@ py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle ma
 
 py::object tv_denoise(py::handle x_object, py::handle weight, py::handle iterations, py::handle vectorial,
                       py::handle out_object, py::handle device) {
-  Call call("tv_denoise", device);
+  Call call("tv_denoise", device, {{"tv.weight", "weight"}, {"tv.iterations", "iterations"}});
   const TvParams params{call.real(weight, "weight"), call.integer<int>(iterations, "iterations"),
                         call.boolean(vectorial, "vectorial")};
   const Operand x = call.input(x_object, "x");
   call.require_rank(x, "x", 4, "(B, C, H, W)");
   const Operand out = call.output(out_object, "out", x.shape_vector());
-  dispatch(call.dtype(), [&](auto zero) {
+  call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     hpipe::tv_denoise(x.input<T, 4>(), params, out.view<T, 4>(), call.options());
@@ -374,7 +379,7 @@ double image_quality(const char *op, Run run, py::handle estimate_object, py::ha
   call.require_rank(estimate, "estimate", 2, "(H, W)");
   const Operand truth = call.input(truth_object, "truth");
   call.require_rank(truth, "truth", 2, "(H, W)");
-  return dispatch(call.dtype(), [&](auto zero) {
+  return call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;
     return run(estimate.input<T, 2>(), truth.input<T, 2>(), scale);
@@ -574,7 +579,11 @@ PYBIND11_MODULE(_core, m) {
         device);
 
   m.def(
-      "set_num_threads", [](py::handle n) { hpipe::set_num_threads(Call("set_num_threads").integer<int>(n, "n")); },
+      "set_num_threads",
+      [](py::handle n) {
+        const Call call("set_num_threads", {}, {{"threads", "n"}});
+        call.run([&] { hpipe::set_num_threads(call.integer<int>(n, "n")); });
+      },
       docs::kSetNumThreads, "n"_a);
   m.def("num_threads", &hpipe::num_threads, docs::kNumThreads);
   m.def("cuda_available", &hpipe::cuda_available, docs::kCudaAvailable);

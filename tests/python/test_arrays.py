@@ -97,7 +97,7 @@ def error_message(call, exception):
      "hpipe.batched_dot: b: expected float32 like a, got float64"),
     (lambda: hpipe.batched_dot(np.ones((3, 4)), np.ones(4)), hpipe.Error,
      "hpipe.batched_dot: b: expected 2 dimensions (N, K), got shape (4,)"),
-    (lambda: hpipe.batched_dot(np.ones((3, 4)), np.ones((3, 5))), hpipe.Error, "hpipe::batched_dot: b:"),
+    (lambda: hpipe.batched_dot(np.ones((3, 4)), np.ones((3, 5))), hpipe.Error, "hpipe.batched_dot: b: expected shape (3, 4) (that of a)"),
     (lambda: hpipe.exp(np.ones(3), out=np.ones(3, np.float32)), TypeError, "out: expected float64 like x, got float32"),
     (lambda: hpipe.exp(np.ones(3), out=np.ones(4)), hpipe.Error, "hpipe.exp: out: expected shape (3,), got (4,)"),
     (lambda: hpipe.exp(np.ones(3), out=np.broadcast_to(np.ones(1), (3,))), ValueError, "out: is read-only"),
@@ -121,9 +121,24 @@ def error_message(call, exception):
     (lambda: hpipe.psnr(np.ones((3, 4)), np.ones((3, 4)), device="cuda"), hpipe.Error, "device: runs on the CPU only"),
     # An output whose elements share memory (torch refuses it too), also where NumPy lets it be written.
     (lambda: hpipe.exp(torch.ones(3), out=torch.empty(1).expand(3)), hpipe.Error,
-     "hpipe::exp: y: its elements may share memory (shape (3,), strides (0,))"),
+     "hpipe.exp: out: its elements may share memory (shape (3,), strides (0,))"),
     (lambda: hpipe.exp(np.ones((2, 3)), out=np.lib.stride_tricks.as_strided(np.empty(3), (2, 3), (0, 8))), hpipe.Error,
-     "y: its elements may share memory (shape (2, 3), strides (0, 1))"),
+     "out: its elements may share memory (shape (2, 3), strides (0, 1))"),
+    # The C++ library's messages as the Python function names its arguments: its outputs are out=,
+    # and helpers' messages are the function's.
+    (lambda: (lambda x: hpipe.exp(x, out=x))(np.ones(4)), hpipe.Error, "hpipe.exp: out: overlaps input x"),
+    (lambda: (lambda cube: hpipe.cassi_adjoint(cube[0, :1], np.ones((4, 4)), 4, out=cube[..., :4]))(
+        np.zeros((1, 4, 4, 10))), hpipe.Error, "hpipe.cassi_adjoint: out: overlaps input y"),
+    (lambda: hpipe.cassi_adjoint(np.ones((1, 4, 10)), np.ones((4, 4)), bands=40), hpipe.Error,
+     "hpipe.cassi_adjoint: y: shape (1, 4, 10) is too small for 40 bands"),
+    (lambda: hpipe.gap_tv(np.ones((1, 4, 10)), np.ones((4, 4)), 4, lam=np.inf), hpipe.Error,
+     "hpipe.gap_tv: lam: expected a finite value"),
+    (lambda: hpipe.gap_tv(np.ones((1, 4, 10)), np.ones((4, 4)), 4, tv_iterations=0), hpipe.Error,
+     "hpipe.gap_tv: tv_iterations: expected at least 1"),
+    (lambda: hpipe.tv_denoise(np.ones((1, 2, 4, 4)), weight=0), hpipe.Error, "hpipe.tv_denoise: weight: expected a"),
+    (lambda: hpipe.set_num_threads(0), hpipe.Error, "hpipe.set_num_threads: n: expected at least 1, got 0"),
+    (lambda: hpipe.cassi_shift(np.ones((1, 4, 4, 4)), out=np.ones((1, 4, 4, 9))), hpipe.Error,
+     "hpipe.cassi_shift: out: expected shape (1, 4, 4, 10)"),
     # Scalars of the wrong type are named too (not pybind11's "incompatible function arguments").
     (lambda: hpipe.cassi_forward(np.ones((1, 2, 3, 4)), np.ones((3, 4)), step=2.0), TypeError,
      "hpipe.cassi_forward: step: expected an int, got float"),
@@ -322,7 +337,7 @@ def test_out_aliasing_an_input_is_an_error():
 def test_error_is_a_value_error_with_the_cpp_message():
     assert issubclass(hpipe.Error, ValueError) and hpipe.Error.__module__ == "hpipe"
     message = error_message(lambda: hpipe.cassi_forward(np.ones((2, 3, 4, 5)), np.ones((4, 6))), hpipe.Error)
-    assert message.startswith("hpipe::cassi_forward: mask:")
+    assert message.startswith("hpipe.cassi_forward: mask:")
 
 
 def test_cuda_without_a_usable_gpu_says_why():
