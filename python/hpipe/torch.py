@@ -21,7 +21,12 @@ import hpipe
 
 def _detached(*tensors):
     # hpipe refuses tensors that require grad (detach() costs about 0.9 us, so only those).
-    return tuple(t.detach() if t.requires_grad else t for t in tensors)
+    try:
+        return tuple(t.detach() if t.requires_grad else t for t in tensors)
+    except AttributeError:  # not tensors: said once here, not per function
+        kinds = ", ".join(type(t).__module__ + "." + type(t).__name__ for t in tensors)
+        raise TypeError(f"hpipe.torch: expected torch.Tensor arguments, got {kinds}; hpipe's own functions take "
+                        "NumPy arrays") from None
 
 
 class _NoGraph:

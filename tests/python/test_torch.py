@@ -297,3 +297,6 @@ def test_bad_arguments_raise_hpipe_errors_and_leave_inputs_alone():
         ht.cassi_forward(x, mask[:, :-1])
     ht.cassi_forward(x, mask).sum().backward()
     assert torch.equal(x.detach(), before[0]) and torch.equal(mask.detach(), before[1])
+    # NumPy arrays belong to hpipe's own functions; hpipe.torch says so.
+    with pytest.raises(TypeError, match="hpipe.torch: expected torch.Tensor arguments, got numpy.ndarray"):
+        ht.exp(np.ones(3))
