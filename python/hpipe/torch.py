@@ -277,17 +277,17 @@ def conv1d(a, v, mode="full"):
 
 
 def exp(x):
-    """Elementwise exp (any rank, as hpipe.exp); accuracy as hpipe/math.h states for hpipe.exp."""
+    """Elementwise exp (up to 8 dimensions, as hpipe.exp); accuracy as hpipe/math.h states for hpipe.exp."""
     return _run(_Elementwise, x, hpipe.exp, lambda grad_y, x, y: grad_y * y)
 
 
 def log(x):
-    """Elementwise natural logarithm (any rank, as hpipe.log)."""
+    """Elementwise natural logarithm (up to 8 dimensions, as hpipe.log)."""
     return _run(_Elementwise, x, hpipe.log, lambda grad_y, x, y: grad_y / x)
 
 
 def erf(x):
-    """Elementwise error function (any rank, as hpipe.erf)."""
+    """Elementwise error function (up to 8 dimensions, as hpipe.erf)."""
     return _run(_Elementwise, x, hpipe.erf, lambda grad_y, x, y: grad_y * (2 / math.sqrt(math.pi)) * exp(-x * x))
 
 

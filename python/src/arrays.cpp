@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -86,9 +88,18 @@ bool Operand::c_contiguous() const {
 }
 
 bool merge_dimensions(Operand &x, Operand &out, int most) {
+  // Visited in out's order, outermost first: out= in x's order (a new one is) merges as x does.
+  // (An out with a stride of 0 is refused by hpipe, in its own order.)
+  std::array<int, kMaxRank> order{};
+  std::iota(order.begin(), order.begin() + x.rank, 0);
+  if (std::none_of(order.begin(), order.begin() + x.rank,
+                   [&](int d) { return out.strides[d] == 0 && out.shape[d] > 1; }))
+    std::stable_sort(order.begin(), order.begin() + x.rank,
+                     [&](int a, int b) { return std::abs(out.strides[a]) > std::abs(out.strides[b]); });
   std::array<std::int64_t, kMaxRank> shape{}, x_strides{}, out_strides{};
   int rank = 0;
-  for (int d = 0; d < x.rank; d++) {
+  for (int i = 0; i < x.rank; i++) {
+    const int d = order[i];
     const std::int64_t extent = x.shape[d];
     if (extent == 1) continue;
     if (rank > 0 && x_strides[rank - 1] == x.strides[d] * extent && out_strides[rank - 1] == out.strides[d] * extent) {
@@ -456,17 +467,42 @@ void Call::require_shape(const Operand &a, const char *name, const std::vector<s
     value_error(name, "expected shape " + shape_string(shape) + ", got " + shape_string(a.shape_vector()));
 }
 
-Operand Call::output(py::handle object, const char *name, const std::vector<std::int64_t> &shape) {
+namespace {
+
+// The strides (in elements) of a dense array of x's shape with its dimensions ordered as x's
+// are, outermost first; none (C order) where x is C-contiguous or broadcast.
+std::vector<std::int64_t> dense_strides_like(const Operand &x) {
+  if (x.c_contiguous()) return {};
+  for (int d = 0; d < x.rank; d++)
+    if (x.strides[d] == 0 && x.shape[d] > 1) return {};
+  std::array<int, kMaxRank> order{};
+  std::iota(order.begin(), order.begin() + x.rank, 0);
+  std::stable_sort(order.begin(), order.begin() + x.rank,
+                   [&](int a, int b) { return std::abs(x.strides[a]) > std::abs(x.strides[b]); });
+  std::vector<std::int64_t> strides(x.rank);
+  std::int64_t step = 1;
+  for (int i = x.rank - 1; i >= 0; i--) {
+    strides[order[i]] = step;
+    step *= x.shape[order[i]];
+  }
+  return strides;
+}
+
+}  // namespace
+
+Operand Call::output(py::handle object, const char *name, const std::vector<std::int64_t> &shape,
+                     const Operand *layout) {
   if (!object.is_none()) {
     Operand a = read(object, name, true);
     match_first(a, name);
     require_shape(a, name, shape);
     return a;
   }
+  const std::vector<std::int64_t> strides = layout ? dense_strides_like(*layout) : std::vector<std::int64_t>{};
   if (first_numpy_) {
     py::array fresh;
     try {
-      fresh = new_numpy(dtype_, shape);
+      fresh = new_numpy(dtype_, shape, strides);
     } catch (const std::bad_alloc &) {  // as NumPy says it, with the op and the argument
       double bytes = dtype_ == DType::f32 ? 4.0 : 8.0;
       for (auto e : shape) bytes *= static_cast<double>(e);
@@ -483,6 +519,11 @@ Operand Call::output(py::handle object, const char *name, const std::vector<std:
                          " is a " + type_name(first_));
   py::tuple size(shape.size());
   for (std::size_t d = 0; d < shape.size(); d++) size[d] = shape[d];
+  if (!strides.empty() && py::hasattr(first_, "new_empty_strided")) {
+    py::tuple stride(strides.size());
+    for (std::size_t d = 0; d < strides.size(); d++) stride[d] = strides[d];
+    return read(first_.attr("new_empty_strided")(size, stride), name, true);
+  }
   return read(first_.attr("new_empty")(size), name, true);
 }
 
@@ -506,14 +547,17 @@ py::object Call::scalar(double value, py::handle out) {
   return o.object;
 }
 
-py::array new_numpy(DType dtype, const std::vector<std::int64_t> &shape) {
+py::array new_numpy(DType dtype, const std::vector<std::int64_t> &shape, const std::vector<std::int64_t> &strides) {
   constexpr std::align_val_t kAlignment = CacheLineAllocator<float>::kAlignment;
-  std::size_t bytes = dtype == DType::f32 ? sizeof(float) : sizeof(double);
+  const std::size_t itemsize = dtype == DType::f32 ? sizeof(float) : sizeof(double);
+  std::size_t bytes = itemsize;
   for (auto e : shape) bytes *= static_cast<std::size_t>(e);
   void *data = ::operator new(bytes ? bytes : 1, kAlignment);
   py::capsule owner(data, [](void *p) { ::operator delete(p, kAlignment); });
   const py::dtype type = dtype == DType::f32 ? py::dtype::of<float>() : py::dtype::of<double>();
-  return py::array(type, std::vector<py::ssize_t>(shape.begin(), shape.end()), {}, data, owner);
+  std::vector<py::ssize_t> byte_strides;
+  for (auto s : strides) byte_strides.push_back(static_cast<py::ssize_t>(s * itemsize));
+  return py::array(type, std::vector<py::ssize_t>(shape.begin(), shape.end()), byte_strides, data, owner);
 }
 
 }  // namespace hpipe::python

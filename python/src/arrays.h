@@ -64,9 +64,10 @@ struct Operand {
 };
 
 // The operands of an elementwise function, x and out (of one shape), described as at most `most`
-// dimensions, since NumPy's ufuncs take any rank: dimensions of extent 1 dropped, neighbours merged
-// where both layouts line up; a 0-d shape becomes (1,), an empty one (0,). Returns false (and
-// changes nothing) where more dimensions remain.
+// dimensions, since NumPy's ufuncs take any rank: dimensions of extent 1 dropped, the others
+// ordered as out's strides are (outermost first) and neighbours merged where both layouts line up;
+// a 0-d shape becomes (1,), an empty one (0,). Returns false (and changes nothing) where more
+// dimensions remain.
 bool merge_dimensions(Operand &x, Operand &out, int most);
 
 // The arguments of one operation, named in its error messages as "hpipe.<op>: <argument>: ...".
@@ -92,8 +93,10 @@ class Call {
   void dense_rows(Operand &a, const char *name);
   // `out=`: the caller's writable array of the given shape (checked like an input), or with None a
   // new array of the first input's kind: NumPy (64-byte aligned, like hpipe::Array) or
-  // `first.new_empty(shape)`.
-  Operand output(py::handle object, const char *name, const std::vector<std::int64_t> &shape);
+  // `first.new_empty(shape)`. In C order, or with `layout` (of that shape) in its order, as NumPy's
+  // order='K' and torch's preserve_format make the results of elementwise functions.
+  Operand output(py::handle object, const char *name, const std::vector<std::int64_t> &shape,
+                 const Operand *layout = nullptr);
   // The caller's `out=` (not None) whose shape is checked later, with require_shape.
   Operand output(py::handle object, const char *name);
   // A number as the first input's kind: a NumPy scalar, or a 0-d array (into `out` when given).
@@ -164,7 +167,7 @@ class Call {
 };
 
 // A new NumPy array owning 64-byte aligned, uninitialised storage.
-py::array new_numpy(DType dtype, const std::vector<std::int64_t> &shape);
+py::array new_numpy(DType dtype, const std::vector<std::int64_t> &shape, const std::vector<std::int64_t> &strides = {});
 // An hpipe::Array handed to NumPy without a copy.
 template <class T, int N>
 py::array to_numpy(Array<T, N> &&array) {

@@ -108,12 +108,12 @@ inline constexpr const char *kConv1d =
     "    >>> hpipe.conv1d(np.ones((5, 5)), np.ones((5, 7))).shape\n"
     "    (5, 11)\n";
 
-#define HPIPE_ELEMENTWISE(name, formula, accuracy)                                                          \
-  name "(x, *, out=None, device='auto')\n--\n\n" formula                                                    \
-       "\n\nx: any shape (a 0-d array gives a scalar, as NumPy's ufuncs do; more than 4 dimensions where\n" \
-       "x's and out's layouts merge into 4, as contiguous arrays and their slices do); returns the same\n"  \
-       "shape. Special values as C's <cmath>.\n"                                                            \
-       "Accuracy (max error, ULP, all float32 inputs and millions of float64 ones tested): " accuracy       \
+#define HPIPE_ELEMENTWISE(name, formula, accuracy)                                                            \
+  name "(x, *, out=None, device='auto')\n--\n\n" formula                                                      \
+       "\n\nx: up to 8 dimensions (a 0-d array gives a scalar, as NumPy's ufuncs do; more than 4 where x's\n" \
+       "and out's layouts merge into 4, as contiguous arrays and their slices do); returns the same\n"        \
+       "shape, laid out as x (NumPy's order='K'). Special values as C's <cmath>.\n"                           \
+       "Accuracy (max error, ULP, all float32 inputs and millions of float64 ones tested): " accuracy         \
        ".\n" HPIPE_ARRAYS "\nExample:\n    >>> hpipe." name "(np.linspace(0.5, 2, 4))\n"
 
 inline constexpr const char *kExp = HPIPE_ELEMENTWISE("exp", "Elementwise e^x.", "float32 0.764, float64 0.768");
@@ -127,7 +127,8 @@ inline constexpr const char *kLogsumexp =
     "log(sum(exp(x), axis)), as scipy.special.logsumexp(x, axis): shifted by the maximum, a row\n"
     "of all -inf gives -inf, any +inf gives +inf, NaN propagates. Sums in double.\n\n"
     "axis: an int (negative counts from the end), x of 1 to 4 dimensions: returns x's shape\n"
-    "without it; None: every element (x of any rank, 1-D or C-contiguous; an empty x gives -inf):\n"
+    "without it; None: every element (x of up to 8 dimensions, any layout, copied first where it is\n"
+    "not C-contiguous; an empty x gives -inf):\n"
     "returns a NumPy scalar (a 0-d tensor for a tensor x, or written into a 0-d `out`).\n"
     "Accuracy: float32 within 1 ULP + 2^-23 absolute; float64 (n + 4) 2^-53 (1 + |result|) for n\n"
     "terms.\n" HPIPE_ARRAYS

@@ -210,7 +210,7 @@ enum class Elementwise { exp, log, erf };
 py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::handle out_object, py::handle device) {
   Call call(op, device, {{"y", "out"}});
   Operand x = call.input(x_object, "x");
-  Operand out = call.output(out_object, "out", x.shape_vector());
+  Operand out = call.output(out_object, "out", x.shape_vector(), &x);
   const bool zero_d = x.rank == 0;
   if (!merge_dimensions(x, out, 4))  // which leaves them as they were
     call.value_error(x.c_contiguous() ? "out" : "x",
@@ -249,10 +249,18 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
                                    " for x of shape " + shape_string(x.shape_vector()) + ", got " + std::to_string(a));
     axis = static_cast<int>(a < 0 ? a + x.rank : a);
   } else if (x.rank != 1) {
-    // Every element: a C-contiguous x is one long row (a 0-d x one element).
-    if (!x.c_contiguous())
-      call.value_error("axis", std::string("None reduces every element, which needs a C-contiguous x; pass ") +
-                                   (x.rank <= 4 ? "an axis, or " : "") + "a contiguous copy of x");
+    // Every element: a C-contiguous x is one long row (a 0-d x one element); another layout is
+    // copied so first, by its library (NumPy's or torch's, as scipy.special.logsumexp reads any).
+    if (!x.c_contiguous()) {
+      if (x.numpy) {
+        x = call.input(py::array::ensure(x.object, py::array::c_style), "x");
+      } else if (py::hasattr(x.object, "contiguous")) {
+        x = call.input(x.object.attr("contiguous")(), "x");
+      } else {
+        call.value_error("axis", std::string("None reduces every element, which needs a C-contiguous x; pass ") +
+                                     (x.rank <= 4 ? "an axis, or " : "") + "a contiguous copy of x");
+      }
+    }
     std::int64_t n = 1;
     for (int d = 0; d < x.rank; d++) n *= x.shape[d];
     x.rank = 1, x.shape[0] = n, x.strides[0] = 1;

@@ -7,6 +7,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import scipy.special
 import torch
 
 import hpipe
@@ -113,7 +114,6 @@ def error_message(call, exception):
     (lambda: hpipe.logsumexp(np.ones((3, 4)), axis=2), hpipe.Error, "axis: expected -2 to 1"),
     (lambda: hpipe.logsumexp(np.ones((3, 4)), axis=1.0), TypeError, "logsumexp: axis: expected an int, got float"),
     (lambda: hpipe.cassi_phi(np.ones((3, 4)), bands=0), hpipe.Error, "cassi_phi: bands: expected at least 1, got 0"),
-    (lambda: hpipe.logsumexp(np.ones((3, 4)).T), hpipe.Error, "axis: None reduces every element"),
     (lambda: hpipe.exp(torch.ones(3, requires_grad=True)), TypeError,
      "exp: x: requires grad; the functions of hpipe.torch differentiate through hpipe, or pass a detached tensor"),
     (lambda: hpipe.gap_tv(np.ones((1, 3, 6)), np.ones((3, 4)), bands=2, callback=3), TypeError,
@@ -271,9 +271,30 @@ def test_elementwise_functions_take_any_rank_as_numpy_does(rng):
     assert hpipe.logsumexp(np.array(2.0)) == 2.0
     np.testing.assert_allclose(hpipe.logsumexp(x[None, ..., None]), np.log(np.exp(x.astype(np.float64)).sum()),
                                rtol=1e-6)
+    # Of every element of any layout, as SciPy's (a contiguous copy first).
+    for view in (x.T, x[:, ::2], np.broadcast_to(x[0, 0], (3, 4, 5, 6))):
+        np.testing.assert_allclose(hpipe.logsumexp(view), scipy.special.logsumexp(view.astype(np.float64)), rtol=1e-6)
+    torch.testing.assert_close(hpipe.logsumexp(torch.from_numpy(x).transpose(0, 4)),
+                               torch.logsumexp(torch.from_numpy(x).reshape(-1), 0), rtol=1e-6, atol=0)
     # Layouts that do not merge into 4 dimensions are named.
     with pytest.raises(ValueError, match=r"hpipe.exp: out: the layouts of x and out of shape \(2, 3, 4, 5, 6\) do not"):
         hpipe.exp(x, out=np.empty((6, 5, 4, 3, 2), np.float32).transpose())
+
+
+def test_elementwise_results_keep_their_inputs_layout(rng):
+    # As NumPy's order='K' and torch's preserve_format: a transposed or reversed input gives a
+    # result laid out as it is (read and written in one pass), a broadcast one a C-order result.
+    x = rng.random((7, 9, 11), dtype=np.float32)
+    for view in (x.T, x[::-1], x[:, ::2].transpose(1, 0, 2), x.transpose(2, 0, 1)[None],
+                 np.broadcast_to(x[0], (3, 9, 11))):
+        y = hpipe.exp(view)
+        layout = [(n, s) for n, s in zip(y.shape, y.strides) if n > 1]  # a dimension of 1 has any stride
+        assert layout == [(n, s) for n, s in zip(view.shape, np.exp(view).strides) if n > 1], view.strides
+        np.testing.assert_allclose(y, np.exp(view), rtol=2e-7)
+    t = torch.from_numpy(x.reshape(1, 7, 9, 11)).to(memory_format=torch.channels_last)
+    y = hpipe.log(t)
+    assert y.stride() == torch.log(t).stride()
+    torch.testing.assert_close(y, torch.log(t), rtol=2e-7, atol=0)
 
 
 class FakeCudaArray:
