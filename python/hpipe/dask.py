@@ -98,6 +98,12 @@ def _batched(x, name, ndim):
     return x
 
 
+def _same_dtype(op, first_name, first, name, other):
+    """hpipe's TypeError for mixed dtypes, raised while the graph is built rather than in its tasks."""
+    if other.dtype != first.dtype:
+        raise TypeError(f"hpipe.dask.{op}: {name}: expected {first.dtype} like {first_name}, got {other.dtype}")
+
+
 def _call(op, *args, **kwargs):
     # Tasks name the op: pybind11's functions do not pickle, a function of this module does.
     # Arrays that arrive over the network may sit at any byte offset of a frame; hpipe needs
@@ -150,6 +156,7 @@ def cassi_forward(x, mask, step=2, axis="width", device="auto"):
     """hpipe.cassi_forward per chunk: x (B, C, H, W) -> y (B, H', W')."""
     x = _batched(x, "x", 4)
     mask = np.asarray(mask)
+    _same_dtype("cassi_forward", "x", x, "mask", mask)
     tail = _dispersed(x.shape[1], x.shape[2], x.shape[3], step, axis)
     return _map_batch("cassi_forward", x, [mask], tail, x.dtype, step=step, axis=axis, device=device)
 
@@ -157,6 +164,7 @@ def cassi_forward(x, mask, step=2, axis="width", device="auto"):
 def _inverse(op, y, mask, bands, step, axis, device, **params):
     y = _batched(y, "y", 3)
     mask = np.asarray(mask)
+    _same_dtype(op, "y", y, "mask", mask)
     cube = _cube(y, mask, bands, step, axis)
     return _map_batch(op, y, [mask], cube, y.dtype, bands=cube[0], step=step, axis=axis, device=device, **params)
 
@@ -226,6 +234,7 @@ def batched_dot(a, b, device="auto"):
     """hpipe.batched_dot per row chunk: a, b (N, K) -> (N,); b takes a's row chunks."""
     a = _batched(a, "a", 2)
     b = _batched(b, "b", 2).rechunk(a.chunks)
+    _same_dtype("batched_dot", "a", a, "b", b)
     client()
     return da.map_blocks(_task("batched_dot", device=device), a, b, drop_axis=1, dtype=a.dtype,
                          name=_key_name("batched_dot", a, b, device))
@@ -237,6 +246,7 @@ def conv1d(a, v, mode="full", device="auto"):
     lengths: La + Lv - 1 (full), max(La, Lv) (same), max - min + 1 (valid)."""
     a = _batched(a, "a", 2)
     v = v if isinstance(v, da.Array) else np.asarray(v)
+    _same_dtype("conv1d", "a", a, "v", v)
     la = a.shape[1]
     lv = v.shape[-1]
     lengths = {"full": la + lv - 1, "same": max(la, lv), "valid": max(la, lv) - min(la, lv) + 1}

@@ -101,6 +101,13 @@ def test_bad_arguments_name_the_argument(client):
         hd.cassi_forward(np.zeros((2, 3, 4), np.float32), np.ones((3, 4), np.float32))
     with pytest.raises(ValueError, match="mode: expected full, same or valid"):
         hd.conv1d(np.zeros((2, 3)), np.ones(2), "wide")
+    # Mixed dtypes are named while the graph is built, not by a task.
+    with pytest.raises(TypeError, match="hpipe.dask.cassi_pinv: mask: expected float32 like y, got float64"):
+        hd.cassi_pinv(np.zeros((2, 4, 9), np.float32), np.ones((4, 5)), bands=3)
+    with pytest.raises(TypeError, match="hpipe.dask.batched_dot: b: expected float64 like a, got float32"):
+        hd.batched_dot(np.zeros((2, 3)), np.zeros((2, 3), np.float32))
+    with pytest.raises(TypeError, match="hpipe.dask.conv1d: v: expected float64 like a, got int64"):
+        hd.conv1d(np.zeros((2, 3)), [1, 2])
     with pytest.raises(hpipe.Error):  # the C++ message comes back from the worker
         hd.cassi_forward(np.zeros((2, 3, 4, 5), np.float32), np.ones((4, 6), np.float32)).compute()
 
