@@ -9,6 +9,7 @@
 #include <numeric>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include "cuda_memory.h"
 #include "reference/cassi_reference.h"
@@ -281,6 +282,12 @@ TEST(CassiErrors, ShapeOverflowAndOversizedOutputsFailBeforeAllocating) {
                      "dispersion", "|step| must be at most 2^24 pixels, got 1000000000");
   EXPECT_HPIPE_ERROR(cassi_cube_shape({1, 4, 6}, 3, Dispersion{-(1 << 25)}), "hpipe::cassi_cube_shape", "dispersion",
                      "|step| must be at most 2^24 pixels");
+  // Fewer than 1 band and negative extents: errors, not shapes.
+  EXPECT_HPIPE_ERROR(cassi_cube_shape({1, 4, 10}, 0, Dispersion{2}), "hpipe::cassi_cube_shape", "bands", "at least 1");
+  EXPECT_HPIPE_ERROR(cassi_cube_shape({1, -4, 10}, 1, Dispersion{2}), "hpipe::cassi_cube_shape", "measurement",
+                     "at least 0", "(1, -4, 10)");
+  EXPECT_HPIPE_ERROR(cassi_measurement_shape({1, 3, 4, -5}, Dispersion{2}), "hpipe::cassi_measurement_shape", "cube",
+                     "at least 0", "(1, 3, 4, -5)");
 
   auto x = random_array<float, 4>({1, 129, 1, 1}, 40);
   auto mask = random_array<float, 2>({1, 1}, 41);
@@ -309,6 +316,16 @@ TEST(CassiErrors, CudaRequestWithoutGpu) {
   View<const float, 4> on_gpu(in.x.data(), {p.B, p.C, p.H, p.W}, Memory::cuda);
   EXPECT_HPIPE_ERROR(cassi_forward(on_gpu, in.mask(), dispersion(p), y.view(), {Device::cpu}),
                      "x: is in CUDA memory but the device is cpu");
+  // A reconstruction names itself, not the first op it runs.
+  auto x = poisoned<float, 4>({p.B, p.C, p.H, p.W});
+  ReconParams params;
+  params.dispersion = dispersion(p);
+  EXPECT_HPIPE_ERROR(gap_tv(std::as_const(y).view(), in.mask(), params, x.view(), {}, {Device::cuda}),
+                     "hpipe::gap_tv: device: CUDA was requested");
+  // A Device that is none of the three.
+  EXPECT_HPIPE_ERROR(cassi_forward(in.x.view(), in.mask(), dispersion(p), y.view(), {static_cast<Device>(9)}),
+                     "hpipe::cassi_forward: device: expected Device::cpu, Device::cuda or Device::automatic",
+                     "got Device(9)");
   // Automatic falls back to the CPU.
   cassi_forward(in.x.view(), in.mask(), dispersion(p), y.view(), {Device::automatic});
   EXPECT_FALSE(std::isnan(y.data()[0]));

@@ -341,7 +341,7 @@ TEST(ReconErrors, BadArgumentsNameTheArgument) {
   };
   EXPECT_HPIPE_ERROR(
       gap_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.tv.weight = 0; }), x.view(), {}, cpu),
-      "hpipe::gap_tv: tv.weight: expected a finite value > 0, got 0");
+      "hpipe::gap_tv: tv.weight: expected a value from 2.93874e-36 to 3.40282e+35 (float32), got 0");
   EXPECT_HPIPE_ERROR(
       gap_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.tv.iterations = 0; }), x.view(), {}, cpu),
       "tv.iterations: expected at least 1, got 0");
@@ -350,7 +350,12 @@ TEST(ReconErrors, BadArgumentsNameTheArgument) {
       "hpipe::admm_tv: iterations: expected at least 0, got -1");
   EXPECT_HPIPE_ERROR(
       admm_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.gamma = -1; }), x.view(), {}, cpu),
-      "gamma: expected a finite value >= 0");
+      "gamma: expected a value from 0 to 3.40282e+35 (float32), got -1");
+  // Parameters are taken in the kernels' type: 1e-40 and 1e39 are out of float32's reach.
+  EXPECT_HPIPE_ERROR(tv_denoise(x.view(), TvParams{1e-40, 5}, cpu), "hpipe::tv_denoise: tv.weight", "got 1e-40");
+  EXPECT_HPIPE_ERROR(
+      gap_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.lambda = 1e39; }), x.view(), {}, cpu),
+      "hpipe::gap_tv: lambda: expected a value from -3.40282e+35 to 3.40282e+35 (float32), got 1e+39");
   const Array<float, 3> short_y({1, 32, 40});
   EXPECT_HPIPE_ERROR(gap_tv(short_y.view(), scene.mask.view(), p, x.view(), {}, cpu),
                      "gap_tv: y: expected shape (1, 32, 51)", "got (1, 32, 40)");
@@ -364,6 +369,8 @@ TEST(ReconErrors, BadArgumentsNameTheArgument) {
   EXPECT_HPIPE_ERROR(parse_recon_method("gap"), "method: expected gap-tv or admm-tv, got 'gap'");
   EXPECT_EQ(parse_recon_method("admm-tv"), ReconMethod::admm_tv);
   const Array<float, 2> a({10, 12}), b({10, 13});
+  EXPECT_HPIPE_ERROR(psnr(View<const float, 2>(a.data(), {-1, 12}), View<const float, 2>(a.data(), {-1, 12})),
+                     "hpipe::psnr: estimate: every dimension must be at least 0", "got shape (-1, 12)");
   EXPECT_HPIPE_ERROR(psnr(a.view(), b.view()),
                      "hpipe::psnr: estimate: expected the shape of truth (10, 13), got (10, 12)");
   EXPECT_HPIPE_ERROR(ssim(a.view(), a.view()), "hpipe::ssim: estimate: expected an image of at least 11 x 11",

@@ -278,6 +278,21 @@ TEST(Outputs, ElementsSharingMemoryAreRefusedByEveryOp) {
 // Arrays with an extent of 0 follow NumPy: every op returns its empty result without running a
 // kernel (and writes nothing), reductions over an empty axis give their identity, and an empty
 // input to an output with elements is an error naming both.
+// The stride of a dimension of extent 1 is never used: any value is taken (2^40 was refused as
+// "exceeding 2^31").
+TEST(Views, StridesOfDimensionsOfOneAreNotRead) {
+  const auto x = random_array<float, 2>({1, 8}, 1);
+  const Options cpu{Device::cpu};
+  const std::int64_t far = std::int64_t(1) << 40;
+  auto one_dot = poisoned<float, 1>({1});
+  hpipe::batched_dot(View<const float, 2>(x.data(), {1, 8}, {far, 1}),
+                     View<const float, 2>(x.data(), {1, 8}, {-far, 1}), View<float, 1>(one_dot.data(), {1}, {far}),
+                     cpu);
+  EXPECT_EQ(one_dot.data()[0],
+            hpipe::batched_dot(View<const float, 2>(x.data(), {1, 8}), View<const float, 2>(x.data(), {1, 8}), cpu)
+                .data()[0]);
+}
+
 TEST(EmptyArrays, EveryOpGivesNumPysResult) {
   const Options cpu{Device::cpu};
   std::vector<float> guard(64, std::nanf(""));  // the memory every empty output points at
@@ -349,7 +364,7 @@ TEST(EmptyArrays, EveryOpGivesNumPysResult) {
   hpipe::cassi_phi(no_rows_mask, 3, d, View<float, 2>(guard.data(), {0, 9}), cpu);
   EXPECT_TRUE(untouched());
 
-  // A cube of no columns: its measurement, Phi and shifted cube are sums of no terms (0), and the
+  // A cube of no columns: its measurement and shifted cube are sums of no terms (0; Phi's 0 is 1), the
   // ops back from that measurement give the cube of no columns again.
   const Mask<float> no_columns_mask(View<const float, 2>(mask_data.data(), {4, 0}));
   const View<const float, 4> no_columns(x.data(), {1, 3, 4, 0});
@@ -359,7 +374,7 @@ TEST(EmptyArrays, EveryOpGivesNumPysResult) {
   EXPECT_TRUE(zeros(y));
   auto phi = poisoned<float, 2>({4, 4});
   hpipe::cassi_phi(no_columns_mask, 3, d, phi.view(), cpu);
-  EXPECT_TRUE(zeros(phi));
+  EXPECT_EQ(to_doubles(phi.view()), std::vector<double>(phi.size(), 1.0));  // Phi's 0 is 1
   auto shifted = poisoned<float, 4>({1, 3, 4, 4});
   hpipe::cassi_shift(no_columns, d, shifted.view(), cpu);
   EXPECT_TRUE(zeros(shifted));

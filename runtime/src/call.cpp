@@ -190,10 +190,10 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
   b.empty = has_no_elements(rank, shape);
   for (int i = 0; i < rank; i++) {
     const int d = rank - 1 - i;  // NumPy dimension d is Halide dimension i
-    if (strides[d] > kInt32Max || strides[d] < -kInt32Max)
-      fail(name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride");
     // The stride of a dimension of extent 1 is never used; 1 keeps the innermost one dense.
     const std::int64_t stride = shape[d] == 1 ? 1 : strides[d];
+    if (stride > kInt32Max || stride < -kInt32Max)
+      fail(name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride");
     b.dims[i] = {0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0};
   }
   if (data == nullptr && !b.empty) fail(name, "data pointer is null");  // an empty torch.Tensor's may be
@@ -229,6 +229,9 @@ void Call::select_backend() {
         backend_ = Backend::cpu;
       }
       break;
+    default:
+      fail("device", "expected Device::cpu, Device::cuda or Device::automatic, got Device(" +
+                         std::to_string(static_cast<int>(options_.device)) + ")");
   }
 }
 

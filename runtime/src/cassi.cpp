@@ -111,7 +111,7 @@ void phi_impl(const Mask<T> &mask, std::int64_t bands, Dispersion d, View<T, 2> 
   });
   auto ma = call.input("mask", m);
   auto pa = call.output("phi", phi);
-  if (mv.size() == 0) return call.run_filled(0);  // a mask of no columns (rows): sums of no terms
+  if (mv.size() == 0) return call.run_filled(1);  // a mask of no columns (rows): sums of no terms, 0 -> 1
   call.run(CassiKernels<T>::phi, ma, d.step, axis_code(d.axis), pa);
 }
 
@@ -171,11 +171,14 @@ Shape4 cube_of(std::string_view op, const char *name, const Shape3 &measurement,
 
 Shape3 cassi_measurement_shape(const Shape4 &cube, Dispersion d) {
   detail::check_dispersion("cassi_measurement_shape", d);
+  detail::check_extents("cassi_measurement_shape", "cube", 4, cube.data());
   return detail::measurement_of("cassi_measurement_shape", "cube", cube, d);
 }
 
 Shape4 cassi_cube_shape(const Shape3 &measurement, std::int64_t bands, Dispersion d) {
   detail::check_dispersion("cassi_cube_shape", d);
+  detail::check_bands("cassi_cube_shape", bands);
+  detail::check_extents("cassi_cube_shape", "measurement", 3, measurement.data());
   return detail::cube_of("cassi_cube_shape", "measurement", measurement, bands, d);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <utility>
@@ -44,9 +45,27 @@ HPIPE_RECON_KERNELS(double, f64)
 using Shape3 = std::array<std::int64_t, 3>;
 using Shape4 = std::array<std::int64_t, 4>;
 
+// A parameter as a message shows it: "0.1", "1e-40", "inf".
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+// The largest magnitude of a parameter the kernels take in T, with room for the few products
+// they form with it.
+template <class T>
+constexpr double kMostParameter = std::numeric_limits<T>::max() / 1e3;
+template <class T>
+constexpr const char *kTypeName = sizeof(T) == 4 ? "float32" : "float64";
+
+// The weight in the kernels' type T: a step of tau / weight must stay finite there (in float32,
+// 1e-40 passed as a double and gave NaN everywhere).
+template <class T>
 void check_tv(const Call &call, const TvParams &tv) {
-  if (!(tv.weight > 0) || !std::isfinite(tv.weight))
-    call.fail("tv.weight", "expected a finite value > 0, got " + std::to_string(tv.weight));
+  if (!(tv.weight >= 1 / kMostParameter<T> && tv.weight <= kMostParameter<T>))
+    call.fail("tv.weight", "expected a value from " + number(1 / kMostParameter<T>) + " to " +
+                               number(kMostParameter<T>) + " (" + kTypeName<T> + "), got " + number(tv.weight));
   if (tv.iterations < 1) call.fail("tv.iterations", "expected at least 1, got " + std::to_string(tv.iterations));
 }
 
@@ -130,7 +149,7 @@ int strip_rows(Call &call, const Shape4 &cube, const TvParams &tv, int band_plan
 template <class T>
 void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Options &options) {
   Call call("tv_denoise", options);
-  check_tv(call, tv);
+  check_tv<T>(call, tv);
   check_shape(call, "out", out, x.shape(), " (the shape of x)");
   auto xa = call.input("x", x);
   auto oa = call.output("out", out);
@@ -155,10 +174,13 @@ View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &
   const Shape3 meas = detail::measurement_of(call.op(), "x", cube, d);
   check_shape(call, "y", y, meas, [&] { return detail::of_cube(cube, d); });
   check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, " (H', W') of y");
-  if (!std::isfinite(p.lambda)) call.fail("lambda", "expected a finite value, got " + std::to_string(p.lambda));
-  if (method == ReconMethod::admm_tv && (!(p.gamma >= 0) || !std::isfinite(p.gamma)))
-    call.fail("gamma", "expected a finite value >= 0, got " + std::to_string(p.gamma));
-  check_tv(call, p.tv);
+  if (!(std::abs(p.lambda) <= kMostParameter<T>))
+    call.fail("lambda", "expected a value from " + number(-kMostParameter<T>) + " to " + number(kMostParameter<T>) +
+                            " (" + kTypeName<T> + "), got " + number(p.lambda));
+  if (method == ReconMethod::admm_tv && !(p.gamma >= 0 && p.gamma <= kMostParameter<T>))
+    call.fail("gamma", "expected a value from 0 to " + number(kMostParameter<T>) + " (" + kTypeName<T> + "), got " +
+                           number(p.gamma));
+  check_tv<T>(call, p.tv);
   return bind_mask(call, mask, cube[1], cube[2], cube[3]);
 }
 
@@ -216,6 +238,7 @@ Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, cons
   check_host(call, "y", y);
   check_host(call, "mask", mask.view());
   check_host(call, "x", x);
+  call.uses_cuda();  // the device resolved here, so that its errors name this op, not the first kernel's
   // x is written only by the last iteration's kernel: check it against the inputs before any work.
   detail::check_disjoint(op, "x", x, "y", y);
   detail::check_disjoint(op, "x", x, "mask", mask.view());
@@ -284,6 +307,7 @@ Array<T, 4> reconstruct_impl(ReconMethod method, View<const T, 3> y, const Mask<
 
 template <class V>
 void check_same_shape(const char *op, const V &estimate, const V &truth) {
+  detail::check_extents(op, "estimate", estimate);
   if (estimate.memory() != Memory::host) fail(op, "estimate", "must be host memory, got CUDA memory");
   if (truth.memory() != Memory::host) fail(op, "truth", "must be host memory, got CUDA memory");
   if (estimate.shape() != truth.shape())

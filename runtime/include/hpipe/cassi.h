@@ -11,7 +11,7 @@
 //   pinv         x = A^T (y / Phi); A(pinv(y)) = y for every y in the range of A   (A^+)
 //   pinv_alpha   column-count inverse: x[b, c, h, w] = (y / alpha)[b, h, w + o_c] / m_c[h, w],
 //                alpha[w'] = number of bands covering column w'. Where m_c[h, w] == 0 nothing of
-//                x was measured: the result there is 0 (never inf or NaN).
+//                x was measured: the result there is 0 (for finite y; never inf or NaN then).
 //   shift        unmasked displacement with zero padding: (B, C, H, W) -> (B, C, H, W')
 //   shift_back   its inverse, a crop: (B, C, H, W') -> (B, C, H, W)
 // (Formulas shown for width; along height, h and w swap roles.)
@@ -62,8 +62,8 @@ class Mask {
 };
 
 // Shape helpers: the measurement of a (B, C, H, W) cube, and the cube of a measurement. hpipe::Error
-// for a dispersion the ops refuse, a shape whose extents would overflow, or a measurement too small
-// for its bands.
+// for a dispersion the ops refuse, a negative extent, fewer than 1 band, a shape whose extents would
+// overflow, or a measurement too small for its bands.
 std::array<std::int64_t, 3> cassi_measurement_shape(const std::array<std::int64_t, 4> &cube, Dispersion d);
 std::array<std::int64_t, 4> cassi_cube_shape(const std::array<std::int64_t, 3> &measurement, std::int64_t bands,
                                              Dispersion d);

@@ -16,7 +16,7 @@
 //   float64: the same orders in double:   |out[i] - exact| <= (100 + K / 1024) * eps64 * S.
 // (For comparison, one serial float sum guarantees only about K * eps32 * S.)
 //
-// Outputs must not overlap inputs. K = 0 or N = 0 is an error.
+// Outputs must not overlap inputs. N = 0 gives an empty result, K = 0 zeros (NumPy's).
 #pragma once
 
 #include "hpipe/device.h"
