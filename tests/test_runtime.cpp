@@ -293,6 +293,35 @@ TEST(Views, StridesOfDimensionsOfOneAreNotRead) {
                 .data()[0]);
 }
 
+// The allocating forms check what the op would before they allocate: hpipe::Error naming the op and
+// the argument, never std::bad_alloc or Array's own message (none of these views is read).
+TEST(AllocatingForms, CheckTheirArgumentsBeforeAllocating) {
+  const std::vector<float> data(16, 0.5f);
+  const float *p = data.data();
+  const std::int64_t huge = std::int64_t(1) << 40, most = std::numeric_limits<std::int64_t>::max();
+  EXPECT_HPIPE_ERROR(hpipe::batched_dot(View<const float, 2>(p, {-1, 3}), View<const float, 2>(p, {-1, 3})),
+                     "hpipe::batched_dot: a: every dimension must be at least 0");
+  EXPECT_HPIPE_ERROR(hpipe::batched_dot(View<const float, 2>(p, {huge, 1}), View<const float, 2>(p, {huge, 1})),
+                     "hpipe::batched_dot: a: dimension 0 exceeds 2^31");
+  EXPECT_HPIPE_ERROR(hpipe::conv1d(View<const float, 2>(p, {1, huge}), View<const float, 1>(p, {3})),
+                     "hpipe::conv1d: a: dimension 1 exceeds 2^31");
+  EXPECT_HPIPE_ERROR(hpipe::conv1d(View<const float, 2>(p, {1, most}), View<const float, 1>(p, {3})),
+                     "hpipe::conv1d: a: dimension 1 exceeds 2^31");
+  EXPECT_HPIPE_ERROR(conv1d_length(most, 2, ConvMode::full), "hpipe::conv1d_length", "exceeds 2^63");
+  EXPECT_HPIPE_ERROR(hpipe::tv_denoise(View<const float, 4>(p, {1, 1, 1 << 20, 1 << 20}), TvParams{}),
+                     "hpipe::tv_denoise: x: spans more than 2 GiB");
+  EXPECT_HPIPE_ERROR(hpipe::exp(View<const float, 2>(p, {-1, 3})), "hpipe::exp: x: every dimension must be at least 0");
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(View<const float, 2>(p, {3, -1}), 0),
+                     "hpipe::logsumexp: x: every dimension must be at least 0");
+  // A reconstruction into the caller's x: Phi is not allocated for an x the kernels cannot take.
+  std::vector<float> out(16);
+  const std::int64_t side = 1 << 20;
+  EXPECT_HPIPE_ERROR(
+      hpipe::gap_tv(View<const float, 3>(p, {1, side, side + 2}), Mask<float>(View<const float, 2>(p, {side, side})),
+                    ReconParams{}, View<float, 4>(out.data(), {1, 3, side, side}), {}, {Device::cpu}),
+      "hpipe::gap_tv: x: spans more than 2 GiB");
+}
+
 TEST(EmptyArrays, EveryOpGivesNumPysResult) {
   const Options cpu{Device::cpu};
   std::vector<float> guard(64, std::nanf(""));  // the memory every empty output points at

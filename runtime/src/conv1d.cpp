@@ -79,7 +79,12 @@ void conv1d_shared(View<const T, 2> a, View<const T, 1> v, ConvMode mode, View<T
 // The allocating forms, for a kernel per row (V is 2-D) or a shared one (1-D).
 template <class T, int VRank>
 Array<T, 2> conv1d_allocating(View<const T, 2> a, View<const T, VRank> v, ConvMode mode, const Options &options) {
-  Array<T, 2> out({a.shape(0), conv1d_length(a.shape(1), v.shape(VRank - 1), mode)});
+  // The arguments' limits before the allocation (so that a call that would fail allocates nothing).
+  detail::check_kernel_buffer<T>("conv1d", "a", a.shape());
+  detail::check_kernel_buffer<T>("conv1d", "v", v.shape());
+  const std::array<std::int64_t, 2> shape{a.shape(0), conv1d_length(a.shape(1), v.shape(VRank - 1), mode)};
+  detail::check_kernel_buffer<T>("conv1d", "out", shape);
+  Array<T, 2> out(shape);
   if constexpr (VRank == 2) {
     conv1d_impl<T>(a, v, false, mode, out.view(), options);
   } else {
@@ -96,7 +101,11 @@ std::int64_t conv1d_length(std::int64_t la, std::int64_t lv, ConvMode mode) {
     case ConvMode::valid: return std::max(la, lv) - std::min(la, lv) + 1;
     case ConvMode::full: break;
   }
-  return la + lv - 1;
+  std::int64_t length = 0;
+  if (__builtin_add_overflow(la, lv - 1, &length))
+    detail::fail("conv1d_length", "la",
+                 "La + Lv - 1 exceeds 2^63 (La = " + std::to_string(la) + ", Lv = " + std::to_string(lv) + ")");
+  return length;
 }
 
 const char *to_string(ConvMode mode) {

@@ -106,6 +106,7 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
 
 template <class T>
 Array<T, 1> dot_allocating(View<const T, 2> a, View<const T, 2> b, const Options &options) {
+  detail::check_kernel_buffer<T>("batched_dot", "a", a.shape());  // before the allocation
   Array<T, 1> out({a.shape(0)});
   dot_impl<T>(a, b, out.view(), options);
   return out;

@@ -278,7 +278,9 @@ void erf_of(View<const T, N> x, View<T, N> y, const Options &o) {
   elementwise<T, N>("erf", MathKernels<T>::erf, x, y, o);
 }
 template <class T, int N>
-Array<T, N> allocated(void (*fn)(View<const T, N>, View<T, N>, const Options &), View<const T, N> x, const Options &o) {
+Array<T, N> allocated(const char *op, void (*fn)(View<const T, N>, View<T, N>, const Options &), View<const T, N> x,
+                      const Options &o) {
+  detail::check_extents(op, "x", x);  // before the allocation: Array's own error names no op
   Array<T, N> y(x.shape());
   fn(x, y.view(), o);
   return y;
@@ -286,6 +288,7 @@ Array<T, N> allocated(void (*fn)(View<const T, N>, View<T, N>, const Options &),
 
 template <class T, int N>
 Array<T, N - 1> logsumexp_allocated(View<const T, N> x, int axis, const Options &o) {
+  detail::check_extents("logsumexp", "x", x);  // before the allocation
   Array<T, N - 1> out(without_axis<T, N>(x.shape(), normalized_axis<T, N>("logsumexp", axis)));
   logsumexp_impl<T, N>(x, axis, out.view(), o);
   return out;
@@ -301,14 +304,14 @@ void exp(View<const double, 1> x, View<double, 1> y, const Options &o) { exp_of(
 void exp(View<const double, 2> x, View<double, 2> y, const Options &o) { exp_of(x, y, o); }
 void exp(View<const double, 3> x, View<double, 3> y, const Options &o) { exp_of(x, y, o); }
 void exp(View<const double, 4> x, View<double, 4> y, const Options &o) { exp_of(x, y, o); }
-Array<float, 1> exp(View<const float, 1> x, const Options &o) { return allocated(exp_of<float, 1>, x, o); }
-Array<float, 2> exp(View<const float, 2> x, const Options &o) { return allocated(exp_of<float, 2>, x, o); }
-Array<float, 3> exp(View<const float, 3> x, const Options &o) { return allocated(exp_of<float, 3>, x, o); }
-Array<float, 4> exp(View<const float, 4> x, const Options &o) { return allocated(exp_of<float, 4>, x, o); }
-Array<double, 1> exp(View<const double, 1> x, const Options &o) { return allocated(exp_of<double, 1>, x, o); }
-Array<double, 2> exp(View<const double, 2> x, const Options &o) { return allocated(exp_of<double, 2>, x, o); }
-Array<double, 3> exp(View<const double, 3> x, const Options &o) { return allocated(exp_of<double, 3>, x, o); }
-Array<double, 4> exp(View<const double, 4> x, const Options &o) { return allocated(exp_of<double, 4>, x, o); }
+Array<float, 1> exp(View<const float, 1> x, const Options &o) { return allocated("exp", exp_of<float, 1>, x, o); }
+Array<float, 2> exp(View<const float, 2> x, const Options &o) { return allocated("exp", exp_of<float, 2>, x, o); }
+Array<float, 3> exp(View<const float, 3> x, const Options &o) { return allocated("exp", exp_of<float, 3>, x, o); }
+Array<float, 4> exp(View<const float, 4> x, const Options &o) { return allocated("exp", exp_of<float, 4>, x, o); }
+Array<double, 1> exp(View<const double, 1> x, const Options &o) { return allocated("exp", exp_of<double, 1>, x, o); }
+Array<double, 2> exp(View<const double, 2> x, const Options &o) { return allocated("exp", exp_of<double, 2>, x, o); }
+Array<double, 3> exp(View<const double, 3> x, const Options &o) { return allocated("exp", exp_of<double, 3>, x, o); }
+Array<double, 4> exp(View<const double, 4> x, const Options &o) { return allocated("exp", exp_of<double, 4>, x, o); }
 
 void log(View<const float, 1> x, View<float, 1> y, const Options &o) { log_of(x, y, o); }
 void log(View<const float, 2> x, View<float, 2> y, const Options &o) { log_of(x, y, o); }
@@ -318,14 +321,14 @@ void log(View<const double, 1> x, View<double, 1> y, const Options &o) { log_of(
 void log(View<const double, 2> x, View<double, 2> y, const Options &o) { log_of(x, y, o); }
 void log(View<const double, 3> x, View<double, 3> y, const Options &o) { log_of(x, y, o); }
 void log(View<const double, 4> x, View<double, 4> y, const Options &o) { log_of(x, y, o); }
-Array<float, 1> log(View<const float, 1> x, const Options &o) { return allocated(log_of<float, 1>, x, o); }
-Array<float, 2> log(View<const float, 2> x, const Options &o) { return allocated(log_of<float, 2>, x, o); }
-Array<float, 3> log(View<const float, 3> x, const Options &o) { return allocated(log_of<float, 3>, x, o); }
-Array<float, 4> log(View<const float, 4> x, const Options &o) { return allocated(log_of<float, 4>, x, o); }
-Array<double, 1> log(View<const double, 1> x, const Options &o) { return allocated(log_of<double, 1>, x, o); }
-Array<double, 2> log(View<const double, 2> x, const Options &o) { return allocated(log_of<double, 2>, x, o); }
-Array<double, 3> log(View<const double, 3> x, const Options &o) { return allocated(log_of<double, 3>, x, o); }
-Array<double, 4> log(View<const double, 4> x, const Options &o) { return allocated(log_of<double, 4>, x, o); }
+Array<float, 1> log(View<const float, 1> x, const Options &o) { return allocated("log", log_of<float, 1>, x, o); }
+Array<float, 2> log(View<const float, 2> x, const Options &o) { return allocated("log", log_of<float, 2>, x, o); }
+Array<float, 3> log(View<const float, 3> x, const Options &o) { return allocated("log", log_of<float, 3>, x, o); }
+Array<float, 4> log(View<const float, 4> x, const Options &o) { return allocated("log", log_of<float, 4>, x, o); }
+Array<double, 1> log(View<const double, 1> x, const Options &o) { return allocated("log", log_of<double, 1>, x, o); }
+Array<double, 2> log(View<const double, 2> x, const Options &o) { return allocated("log", log_of<double, 2>, x, o); }
+Array<double, 3> log(View<const double, 3> x, const Options &o) { return allocated("log", log_of<double, 3>, x, o); }
+Array<double, 4> log(View<const double, 4> x, const Options &o) { return allocated("log", log_of<double, 4>, x, o); }
 
 void erf(View<const float, 1> x, View<float, 1> y, const Options &o) { erf_of(x, y, o); }
 void erf(View<const float, 2> x, View<float, 2> y, const Options &o) { erf_of(x, y, o); }
@@ -335,14 +338,14 @@ void erf(View<const double, 1> x, View<double, 1> y, const Options &o) { erf_of(
 void erf(View<const double, 2> x, View<double, 2> y, const Options &o) { erf_of(x, y, o); }
 void erf(View<const double, 3> x, View<double, 3> y, const Options &o) { erf_of(x, y, o); }
 void erf(View<const double, 4> x, View<double, 4> y, const Options &o) { erf_of(x, y, o); }
-Array<float, 1> erf(View<const float, 1> x, const Options &o) { return allocated(erf_of<float, 1>, x, o); }
-Array<float, 2> erf(View<const float, 2> x, const Options &o) { return allocated(erf_of<float, 2>, x, o); }
-Array<float, 3> erf(View<const float, 3> x, const Options &o) { return allocated(erf_of<float, 3>, x, o); }
-Array<float, 4> erf(View<const float, 4> x, const Options &o) { return allocated(erf_of<float, 4>, x, o); }
-Array<double, 1> erf(View<const double, 1> x, const Options &o) { return allocated(erf_of<double, 1>, x, o); }
-Array<double, 2> erf(View<const double, 2> x, const Options &o) { return allocated(erf_of<double, 2>, x, o); }
-Array<double, 3> erf(View<const double, 3> x, const Options &o) { return allocated(erf_of<double, 3>, x, o); }
-Array<double, 4> erf(View<const double, 4> x, const Options &o) { return allocated(erf_of<double, 4>, x, o); }
+Array<float, 1> erf(View<const float, 1> x, const Options &o) { return allocated("erf", erf_of<float, 1>, x, o); }
+Array<float, 2> erf(View<const float, 2> x, const Options &o) { return allocated("erf", erf_of<float, 2>, x, o); }
+Array<float, 3> erf(View<const float, 3> x, const Options &o) { return allocated("erf", erf_of<float, 3>, x, o); }
+Array<float, 4> erf(View<const float, 4> x, const Options &o) { return allocated("erf", erf_of<float, 4>, x, o); }
+Array<double, 1> erf(View<const double, 1> x, const Options &o) { return allocated("erf", erf_of<double, 1>, x, o); }
+Array<double, 2> erf(View<const double, 2> x, const Options &o) { return allocated("erf", erf_of<double, 2>, x, o); }
+Array<double, 3> erf(View<const double, 3> x, const Options &o) { return allocated("erf", erf_of<double, 3>, x, o); }
+Array<double, 4> erf(View<const double, 4> x, const Options &o) { return allocated("erf", erf_of<double, 4>, x, o); }
 
 void logsumexp(View<const float, 2> x, int axis, View<float, 1> out, const Options &o) {
   logsumexp_impl<float, 2>(x, axis, out, o);

@@ -159,6 +159,7 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
 
 template <class T>
 Array<T, 4> tv_allocated(View<const T, 4> x, const TvParams &tv, const Options &options) {
+  detail::check_kernel_buffer<T>("tv_denoise", "x", x.shape());  // before the allocation
   Array<T, 4> out(x.shape());
   tv_impl<T>(x, tv, out.view(), options);
   return out;
@@ -239,12 +240,12 @@ Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, cons
   check_host(call, "mask", mask.view());
   check_host(call, "x", x);
   call.uses_cuda();  // the device resolved here, so that its errors name this op, not the first kernel's
+  detail::check_kernel_buffer<T>(op, "x", x.shape());  // before Phi's allocation
   // x is written only by the last iteration's kernel: check it against the inputs before any work.
   detail::check_disjoint(op, "x", x, "y", y);
   detail::check_disjoint(op, "x", x, "mask", mask.view());
   if (p.iterations < 0) call.fail("iterations", "expected at least 0, got " + std::to_string(p.iterations));
   check_dispersion(call, p.dispersion);
-  detail::check_extents(op, "x", x);
   const Shape3 meas = detail::measurement_of(op, "x", x.shape(), p.dispersion);
   Array<T, 2> phi(std::array<std::int64_t, 2>{meas[1], meas[2]});
   check_step<T>(call, method, x.shape(), y, mask, std::as_const(phi).view(), p);

@@ -84,8 +84,8 @@ class ThreadPool {
   bool try_acquire() { return submit_.try_lock(); }
   void release() { submit_.unlock(); }
 
-  int run(detail::RunTask run_task, void *user_context, halide_task_t task, int min, int size,
-          std::uint8_t *closure, int threads) {
+  int run(detail::RunTask run_task, void *user_context, halide_task_t task, int min, int size, std::uint8_t *closure,
+          int threads) {
     in_loop = true;  // a parallel loop inside a task runs serially
     const int workers = ensure_workers(threads - 1);
     // Close the previous loop to latecomers, wait until every worker has left it, then publish.
