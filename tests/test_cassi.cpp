@@ -250,6 +250,19 @@ TEST(CassiErrors, BadArgumentsNameTheArgument) {
   auto x_copy = in.x;
   View<float, 3> y_over_x(x_copy.data(), {p.B, p.Hm(), p.Wm()});
   EXPECT_HPIPE_ERROR(cassi_forward(x_copy.view(), in.mask(), d, y_over_x, cpu), "y: overlaps input x");
+  {
+    // A cube in a buffer's even columns and its measurement in the odd ones share no element.
+    const std::int64_t wm = p.Wm(), pitch = 2 * std::max<std::int64_t>(p.W, wm);
+    std::vector<float> shared(static_cast<std::size_t>(p.B * p.C * p.H * pitch), std::nanf(""));
+    const View<float, 4> cube(shared.data(), {p.B, p.C, p.H, p.W}, {p.C * p.H * pitch, p.H * pitch, pitch, 2});
+    for (std::int64_t i = 0; i < in.x.size(); i++) {
+      const std::int64_t w = i % p.W, h = i / p.W % p.H, c = i / (p.W * p.H) % p.C, b = i / (p.W * p.H * p.C);
+      cube.data()[b * cube.stride(0) + c * cube.stride(1) + h * cube.stride(2) + w * 2] = in.x.data()[i];
+    }
+    const View<float, 3> odd(shared.data() + 1, {p.B, p.H, wm}, {p.C * p.H * pitch, pitch, 2});
+    cassi_forward(View<const float, 4>(cube), in.mask(), d, odd, cpu);
+    EXPECT_EQ(to_doubles(View<const float, 3>(odd)), to_doubles(cassi_forward(in.x.view(), in.mask(), d, cpu)));
+  }
 
   EXPECT_HPIPE_ERROR(cassi_forward(in.x.view(), in.mask(), Dispersion{1, static_cast<Axis>(7)}, y.view(), cpu),
                      "dispersion", "axis");

@@ -396,6 +396,21 @@ TYPED_TEST(MathTyped, BadArguments) {
                      "overlaps input x");
 }
 
+// Views that interleave without sharing an element (a row's even and odd columns, as NumPy's
+// a[:, ::2] and a[:, 1::2]) are disjoint: the output is written, the input read as it was.
+TYPED_TEST(MathTyped, InterleavedViewsAreDisjoint) {
+  using T = TypeParam;
+  auto buffer = random_array<T, 2>({5, 26}, 19);
+  const View<const T, 2> even(buffer.data(), {5, 13}, {26, 2});
+  const auto expected = to_doubles(hpipe::exp(even, {Device::cpu}).view());
+  hpipe::exp(even, View<T, 2>(buffer.data() + 1, {5, 13}, {26, 2}), {Device::cpu});
+  EXPECT_EQ(to_doubles(View<const T, 2>(buffer.data() + 1, {5, 13}, {26, 2})), expected);
+  // Columns of the same parity share memory.
+  const View<const T, 2> even12(buffer.data(), {5, 12}, {26, 2});
+  EXPECT_HPIPE_ERROR(hpipe::exp(even12, View<T, 2>(buffer.data() + 2, {5, 12}, {26, 2}), {Device::cpu}), "hpipe::exp",
+                     "y", "overlaps input x");
+}
+
 // Issue #15: a view with an outer extent of 0 (or less) once processed one row, writing past
 // the end of y. An extent of 0 now gives NumPy's empty result (tests/test_runtime.cpp); a negative
 // one is an error, and y stays untouched either way.

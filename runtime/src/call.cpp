@@ -105,7 +105,16 @@ Footprint footprint(const void *data, int element_bytes, int rank, const std::in
   }
   const __int128 base = reinterpret_cast<std::uintptr_t>(data), top = std::numeric_limits<std::uintptr_t>::max();
   const auto clamp = [&](__int128 v) { return static_cast<std::uintptr_t>(std::clamp<__int128>(v, 0, top)); };
-  return {clamp(base + lo * element_bytes), clamp(base + (hi + 1) * element_bytes), memory};
+  std::uintptr_t period = 0;
+  for (int d = 0; d < rank; d++) {
+    if (shape[d] <= 1) continue;
+    const unsigned __int128 step = static_cast<unsigned __int128>(strides[d] < 0 ? -__int128(strides[d]) : strides[d]) *
+                                   static_cast<unsigned>(element_bytes);
+    // A step past the address space tells nothing: a period of 1 byte claims no interleaving.
+    period = std::gcd(period, step > top ? std::uintptr_t(1) : static_cast<std::uintptr_t>(step));
+  }
+  return {clamp(base + lo * element_bytes), clamp(base + (hi + 1) * element_bytes), memory, period,
+          std::uintptr_t(element_bytes)};
 }
 
 void check_extents(std::string_view op, std::string_view name, int rank, const std::int64_t *shape) {

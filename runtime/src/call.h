@@ -10,6 +10,7 @@
 
 #include <array>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -51,12 +52,22 @@ std::string shape_string(const Extents &shape) {
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
-// The bytes [first, last) a view can touch, and in which memory space.
+// The bytes [first, last) a view can touch, and in which memory space; its elements (of
+// `element_bytes`) start at `first` plus multiples of `period` (the gcd of its byte strides; 0 for
+// one element).
 struct Footprint {
   std::uintptr_t first = 0, last = 0;
   Memory memory = Memory::host;
+  std::uintptr_t period = 0, element_bytes = 0;
+  // Whether the two may share a byte: their ranges intersect, and they do not interleave (as a
+  // row's even and odd columns do: no start of an element of one falls, modulo the periods' gcd,
+  // within an element of the other). Exact for views of one stride each, conservative otherwise.
   bool overlaps(const Footprint &other) const {
-    return memory == other.memory && first < other.last && other.first < last;
+    if (memory != other.memory || !(first < other.last && other.first < last)) return false;
+    const std::uintptr_t g = std::gcd(period, other.period);
+    if (g == 0) return true;  // two elements whose bytes intersect
+    const std::uintptr_t offset = (other.first % g + g - first % g) % g;
+    return offset < element_bytes || offset + other.element_bytes > g;
   }
 };
 // Of a view of `rank` dimensions (NumPy order, strides in elements); nothing for a view without elements.
