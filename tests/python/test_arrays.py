@@ -98,7 +98,8 @@ def error_message(call, exception):
      "hpipe.batched_dot: b: expected float32 like a, got float64"),
     (lambda: hpipe.batched_dot(np.ones((3, 4)), np.ones(4)), hpipe.Error,
      "hpipe.batched_dot: b: expected 2 dimensions (N, K), got shape (4,)"),
-    (lambda: hpipe.batched_dot(np.ones((3, 4)), np.ones((3, 5))), hpipe.Error, "hpipe.batched_dot: b: expected shape (3, 4) (that of a)"),
+    (lambda: hpipe.batched_dot(np.ones((3, 4)), np.ones((3, 5))), hpipe.Error,
+     "hpipe.batched_dot: b: expected shape (3, 4) (that of a)"),
     (lambda: hpipe.exp(np.ones(3), out=np.ones(3, np.float32)), TypeError, "out: expected float64 like x, got float32"),
     (lambda: hpipe.exp(np.ones(3), out=np.ones(4)), hpipe.Error, "hpipe.exp: out: expected shape (3,), got (4,)"),
     (lambda: hpipe.exp(np.ones(3), out=np.broadcast_to(np.ones(1), (3,))), ValueError, "out: is read-only"),
@@ -252,7 +253,7 @@ def test_torch_tensors_read_as_torch_reads_them():
     with torch.no_grad():
         torch.testing.assert_close(hpipe.log(weight), torch.log(weight), rtol=2e-7, atol=0)
     # A device DLPack has no number for is named.
-    with pytest.raises(TypeError, match="hpipe.exp: x: expected host or CUDA memory, got an array whose __dlpack_device"):
+    with pytest.raises(TypeError, match="hpipe.exp: x: expected host or CUDA memory, got an array whose __dlpack"):
         hpipe.exp(torch.ones(3, device="meta"))
 
 
