@@ -301,8 +301,6 @@ TEST(AllocatingForms, CheckTheirArgumentsBeforeAllocating) {
   const std::int64_t huge = std::int64_t(1) << 40, most = std::numeric_limits<std::int64_t>::max();
   EXPECT_HPIPE_ERROR(hpipe::batched_dot(View<const float, 2>(p, {-1, 3}), View<const float, 2>(p, {-1, 3})),
                      "hpipe::batched_dot: a: every dimension must be at least 0");
-  EXPECT_HPIPE_ERROR(hpipe::batched_dot(View<const float, 2>(p, {huge, 1}), View<const float, 2>(p, {huge, 1})),
-                     "hpipe::batched_dot: a: dimension 0 exceeds 2^31");
   EXPECT_HPIPE_ERROR(hpipe::conv1d(View<const float, 2>(p, {1, huge}), View<const float, 1>(p, {3})),
                      "hpipe::conv1d: a: dimension 1 exceeds 2^31");
   EXPECT_HPIPE_ERROR(hpipe::conv1d(View<const float, 2>(p, {1, most}), View<const float, 1>(p, {3})),

@@ -179,7 +179,7 @@ void check_kernel_buffer(std::string_view op, std::string_view name, int rank, c
                shape_string(std::vector<std::int64_t>(shape, shape + rank)));
     elements = std::min(elements * shape[d], kInt32Max + 1);  // both <= 2^31: no overflow
   }
-  if (elements * element_bytes > kInt32Max)
+  if (elements * element_bytes > kMostKernelBufferBytes)
     fail(op, name,
          "spans more than 2 GiB; split the work into smaller calls (shape " +
              shape_string(std::vector<std::int64_t>(shape, shape + rank)) + ")");
@@ -208,7 +208,7 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
   if (data == nullptr && !b.empty) fail(name, "data pointer is null");  // an empty torch.Tensor's may be
   if (is_output) check_output_layout(op_, name, rank, shape, strides);
   b.bytes = footprint(data, type.bytes(), rank, shape, strides, memory);
-  if (b.bytes.last - b.bytes.first > std::uintptr_t(kInt32Max))
+  if (b.bytes.last - b.bytes.first > std::uintptr_t(kMostKernelBufferBytes))
     fail(name, "spans more than 2 GiB; split the work into smaller calls");
   return Arg{buffers_.count++};
 }
@@ -391,6 +391,18 @@ std::int64_t streaming_threshold_bytes() {
 }
 
 }  // namespace
+
+std::int64_t batch_part_bytes() {
+  static const std::int64_t bytes = [] {
+    if (const char *env = std::getenv("HPIPE_BATCH_PART_BYTES")) {
+      char *end = nullptr;
+      const long long v = std::strtoll(env, &end, 10);
+      if (*env && !*end && v > 0) return std::min<std::int64_t>(v, kMostKernelBufferBytes);
+    }
+    return kMostKernelBufferBytes;
+  }();
+  return bytes;
+}
 
 bool Call::outputs_worth_streaming() const {
   std::int64_t bytes = 0;

@@ -8,7 +8,9 @@
 //   call.run(kernels::cassi_forward<T>, x, mask, step, axis, y);
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -93,6 +95,39 @@ void check_kernel_buffer(std::string_view op, std::string_view name, int rank, c
 template <class T, std::size_t R>
 void check_kernel_buffer(std::string_view op, std::string_view name, const std::array<std::int64_t, R> &shape) {
   check_kernel_buffer(op, name, static_cast<int>(R), shape.data(), sizeof(T));
+}
+
+// The most bytes one argument of a kernel call may span (Halide's buffers index in 32 bits).
+constexpr std::int64_t kMostKernelBufferBytes = std::numeric_limits<std::int32_t>::max();
+
+// Items [first, first + count) of a view's first (batch) dimension.
+template <class T, int R>
+View<T, R> batch_part(const View<T, R> &v, std::int64_t first, std::int64_t count) {
+  auto shape = v.shape();
+  shape[0] = count;
+  return View<T, R>(v.data() + first * v.stride(0), shape, v.strides(), v.memory());
+}
+// A shape with at most one item in its first dimension: what one kernel call of an op that runs
+// batches in parts (below) must be able to take.
+template <std::size_t R>
+std::array<std::int64_t, R> one_item(std::array<std::int64_t, R> shape) {
+  shape[0] = std::min<std::int64_t>(shape[0], 1);
+  return shape;
+}
+// The most bytes of a view (dense) a kernel call of an op that runs batches in parts takes:
+// kMostKernelBufferBytes, or less with HPIPE_BATCH_PART_BYTES at start-up (the tests' small parts).
+std::int64_t batch_part_bytes();
+// How many items of the first dimension one kernel call takes: as many as keep every view (all of
+// one batch) within batch_part_bytes() when dense, at least 1. Ops whose items are independent
+// call their kernel on parts of that many, so that a batch of any size runs.
+template <class... Views>
+std::int64_t items_per_call(const Views &...views) {
+  std::int64_t item_bytes = 1;
+  const auto bytes_per_item = [](const auto &v) -> std::int64_t {
+    return v.shape(0) > 0 ? v.size() / v.shape(0) * std::int64_t(sizeof(*v.data())) : 0;
+  };
+  ((item_bytes = std::max(item_bytes, bytes_per_item(views))), ...);
+  return std::max<std::int64_t>(1, batch_part_bytes() / item_bytes);
 }
 
 // Throws "hpipe::<op>: <name>: its elements may share memory ..." unless an output's elements each

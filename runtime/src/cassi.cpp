@@ -10,6 +10,7 @@
 namespace hpipe {
 
 using detail::axis_code;
+using detail::batch_part;
 using detail::bind_mask;
 using detail::Call;
 using detail::check_bands;
@@ -52,6 +53,15 @@ void run_cube_to_measurement(const char *op, const K &kernel, View<const T, 4> x
   const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
   check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d),
               [&] { return of_cube(x.shape(), d); });
+  if (const std::int64_t images = detail::items_per_call(x, y); images < x.shape(0)) {
+    detail::check_disjoint(op, "y", y, "x", x);
+    detail::check_disjoint(op, "y", y, "mask", m);
+    for (std::int64_t b = 0; b < x.shape(0); b += images) {
+      const std::int64_t n = std::min(images, x.shape(0) - b);
+      run_cube_to_measurement<T>(op, kernel, batch_part(x, b, n), mask, d, batch_part(y, b, n), options);
+    }
+    return;
+  }
   auto xa = call.input("x", x);
   auto ma = call.input("mask", m);
   auto ya = call.output("y", y);
@@ -68,6 +78,15 @@ void run_measurement_to_cube(const char *op, const K &kernel, View<const T, 3> y
   const auto m = bind_mask(call, mask, x.shape(1), x.shape(2), x.shape(3));
   check_shape(call, "y", y, detail::measurement_of(call.op(), "x", x.shape(), d),
               [&] { return of_cube(x.shape(), d) + " (the output x)"; });
+  if (const std::int64_t images = detail::items_per_call(x, y); images < x.shape(0)) {
+    detail::check_disjoint(op, "x", x, "y", y);
+    detail::check_disjoint(op, "x", x, "mask", m);
+    for (std::int64_t b = 0; b < x.shape(0); b += images) {
+      const std::int64_t n = std::min(images, x.shape(0) - b);
+      run_measurement_to_cube<T>(op, kernel, batch_part(y, b, n), mask, d, batch_part(x, b, n), options);
+    }
+    return;
+  }
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
   auto xa = call.output("x", x);
@@ -85,6 +104,14 @@ void shift_impl(const char *op, View<const T, 4> in, Dispersion d, View<T, 4> ou
               [&] { return back ? of_cube(cube, d) + " (the output x)" : std::string(); });
   check_shape(call, back ? "x" : "shifted", out, back ? cube : shifted,
               [&] { return back ? std::string() : of_cube(cube, d); });
+  if (const std::int64_t images = detail::items_per_call(in, out); images < in.shape(0)) {
+    detail::check_disjoint(op, back ? "x" : "shifted", out, back ? "shifted" : "x", in);
+    for (std::int64_t b = 0; b < in.shape(0); b += images) {
+      const std::int64_t n = std::min(images, in.shape(0) - b);
+      shift_impl<T>(op, batch_part(in, b, n), d, batch_part(out, b, n), options, back);
+    }
+    return;
+  }
   auto ia = call.input(back ? "shifted" : "x", in);
   auto oa = call.output(back ? "x" : "shifted", out);
   if (!back && in.size() == 0) return call.run_filled(0);  // a cube of no columns (rows): padding only

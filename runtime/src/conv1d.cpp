@@ -58,6 +58,16 @@ void conv1d_impl(View<const T, 2> a, View<const T, 2> v, bool shared, ConvMode m
   if (out.shape() != expected)
     call.fail("out", "expected shape " + shape_string(expected) + " for mode " + to_string(mode) + " with La = " +
                          std::to_string(la) + ", Lv = " + std::to_string(lv) + ", got " + shape_string(out.shape()));
+  if (const std::int64_t rows = detail::items_per_call(a, v, out); rows < a.shape(0)) {
+    detail::check_disjoint("conv1d", "out", out, "a", a);
+    detail::check_disjoint("conv1d", "out", out, "v", v);
+    for (std::int64_t i = 0; i < a.shape(0); i += rows) {
+      const std::int64_t n = std::min(rows, a.shape(0) - i);
+      conv1d_impl<T>(detail::batch_part(a, i, n), detail::batch_part(v, i, n), shared, mode,
+                     detail::batch_part(out, i, n), options);
+    }
+    return;
+  }
   // Like np.convolve, the longer operand is the signal and the shorter one the kernel.
   const bool swap = lv > la;
   auto sa = call.input(swap ? "v" : "a", swap ? v : a);
@@ -80,10 +90,10 @@ void conv1d_shared(View<const T, 2> a, View<const T, 1> v, ConvMode mode, View<T
 template <class T, int VRank>
 Array<T, 2> conv1d_allocating(View<const T, 2> a, View<const T, VRank> v, ConvMode mode, const Options &options) {
   // The arguments' limits before the allocation (so that a call that would fail allocates nothing).
-  detail::check_kernel_buffer<T>("conv1d", "a", a.shape());
-  detail::check_kernel_buffer<T>("conv1d", "v", v.shape());
+  detail::check_kernel_buffer<T>("conv1d", "a", detail::one_item(a.shape()));  // larger batches run in parts
+  detail::check_kernel_buffer<T>("conv1d", "v", detail::one_item(v.shape()));
   const std::array<std::int64_t, 2> shape{a.shape(0), conv1d_length(a.shape(1), v.shape(VRank - 1), mode)};
-  detail::check_kernel_buffer<T>("conv1d", "out", shape);
+  detail::check_kernel_buffer<T>("conv1d", "out", detail::one_item(shape));
   Array<T, 2> out(shape);
   if constexpr (VRank == 2) {
     conv1d_impl<T>(a, v, false, mode, out.view(), options);

@@ -78,6 +78,15 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
   if (out.shape() != rows)
     call.fail("out",
               "expected shape " + shape_string(rows) + " (one value per row of a), got " + shape_string(out.shape()));
+  if (const std::int64_t rows = detail::items_per_call(a, b); rows < a.shape(0)) {
+    detail::check_disjoint("batched_dot", "out", out, "a", a);
+    detail::check_disjoint("batched_dot", "out", out, "b", b);
+    for (std::int64_t i = 0; i < a.shape(0); i += rows) {
+      const std::int64_t n = std::min(rows, a.shape(0) - i);
+      dot_impl<T>(detail::batch_part(a, i, n), detail::batch_part(b, i, n), detail::batch_part(out, i, n), options);
+    }
+    return;
+  }
   if (a.shape(1) == 0 && a.shape(0) > 0) {  // empty rows: each dot product is 0, as NumPy's
     call.input("a", a);
     call.input("b", b);
@@ -106,7 +115,7 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
 
 template <class T>
 Array<T, 1> dot_allocating(View<const T, 2> a, View<const T, 2> b, const Options &options) {
-  detail::check_kernel_buffer<T>("batched_dot", "a", a.shape());  // before the allocation
+  detail::check_kernel_buffer<T>("batched_dot", "a", detail::one_item(a.shape()));  // before the allocation
   Array<T, 1> out({a.shape(0)});
   dot_impl<T>(a, b, out.view(), options);
   return out;

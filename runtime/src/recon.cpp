@@ -151,6 +151,14 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   Call call("tv_denoise", options);
   check_tv<T>(call, tv);
   check_shape(call, "out", out, x.shape(), " (the shape of x)");
+  if (const std::int64_t images = detail::items_per_call(x, out); images < x.shape(0)) {
+    detail::check_disjoint("tv_denoise", "out", out, "x", x);
+    for (std::int64_t b = 0; b < x.shape(0); b += images) {
+      const std::int64_t n = std::min(images, x.shape(0) - b);
+      tv_impl<T>(detail::batch_part(x, b, n), tv, detail::batch_part(out, b, n), options);
+    }
+    return;
+  }
   auto xa = call.input("x", x);
   auto oa = call.output("out", out);
   const auto kernel = tv.vectorial ? ReconKernels<T>::tv_vectorial : ReconKernels<T>::tv;
@@ -159,7 +167,7 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
 
 template <class T>
 Array<T, 4> tv_allocated(View<const T, 4> x, const TvParams &tv, const Options &options) {
-  detail::check_kernel_buffer<T>("tv_denoise", "x", x.shape());  // before the allocation
+  detail::check_kernel_buffer<T>("tv_denoise", "x", detail::one_item(x.shape()));  // before the allocation
   Array<T, 4> out(x.shape());
   tv_impl<T>(x, tv, out.view(), options);
   return out;
@@ -295,7 +303,9 @@ void admm_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, Vi
 template <class T>
 Array<T, 4> reconstruct_impl(ReconMethod method, View<const T, 3> y, const Mask<T> &mask, std::int64_t bands,
                              const ReconParams &p, const IterationCallback &progress, const Options &options) {
-  Array<T, 4> x(detail::cube_behind(to_string(method), y, bands, p.dispersion));
+  const auto cube = detail::cube_behind(to_string(method), y, bands, p.dispersion);
+  detail::check_kernel_buffer<T>(to_string(method), "x", cube);  // a reconstruction is one call's batch
+  Array<T, 4> x(cube);
   if (method == ReconMethod::gap_tv) {
     gap_impl<T>(y, mask, p, x.view(), progress, options);
   } else {
