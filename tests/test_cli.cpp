@@ -758,6 +758,54 @@ TEST_F(Cli, BadNpyFilesFailCleanly) {
   }
 }
 
+// A v5 .mat file (as hpipe writes it) with its one variable deflated, as scipy.io.savemat(...,
+// do_compression=True) and MATLAB's default -v7 write it.
+std::string compressed_mat(const std::string &plain) {
+  const std::string element = plain.substr(128);
+  uLongf packed_size = compressBound(element.size());
+  std::string packed(packed_size, '\0');
+  EXPECT_EQ(compress(reinterpret_cast<Bytef *>(packed.data()), &packed_size,
+                     reinterpret_cast<const Bytef *>(element.data()), element.size()),
+            Z_OK);
+  packed.resize(packed_size);
+  const std::uint32_t tag[2] = {15, static_cast<std::uint32_t>(packed_size)};  // miCOMPRESSED
+  return plain.substr(0, 128) + std::string(reinterpret_cast<const char *>(tag), 8) + packed;
+}
+
+// They were read as zeros (cut short) or as values up to 1e249 (a byte flipped), exit status 0.
+TEST_F(Cli, DamagedMatFilesAreRefused) {
+  const RawArray cube = raw({4, 8, 8}, random_values<double>(256, 12, 0, 1), DType::f64);
+  cli::write_npy(path("cube.npy"), cube);
+  ok({"convert", "cube.npy", "-o", "plain.mat", "--output-layout", "chw"});
+  const std::string plain = slurp(dir / "plain.mat"), packed = compressed_mat(plain);
+  spill(dir / "packed.mat", packed);
+  ok({"convert", "packed.mat", "-o", "back.npy", "--layout", "chw"});
+  expect_same(cli::read_npy(path("back.npy")), cube);
+  spill(dir / "cut.mat", packed.substr(0, packed.size() - 420));
+  std::string flipped = packed;
+  flipped[packed.size() / 2] = char(flipped[packed.size() / 2] ^ 0x10);
+  spill(dir / "flipped.mat", flipped);
+  for (std::size_t cut : {1, 100, 190})
+    spill(dir / ("plain_" + std::to_string(cut) + ".mat"), plain.substr(0, plain.size() - cut));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"cut.mat", "truncated MATLAB file: the element at byte 128 declares"},
+      {"flipped.mat", "corrupt MATLAB file: the compressed element at byte 128"},
+      {"plain_1.mat", "truncated MATLAB file: the element at byte 128 declares 2104 bytes, but the file ends 2103"},
+      {"plain_100.mat", "truncated MATLAB file: the element at byte 128 declares"},
+      {"plain_190.mat", "truncated MATLAB file: the element at byte 128 declares"}};
+  for (const auto &[file, what] : cases) {
+    SCOPED_TRACE(file);
+    fails({"convert", file, "-o", "out.npy"}, 1, {file + ": ", what});
+  }
+  // Cut inside the compressed stream, with a tag that fits what is left: the stream ends early.
+  std::string short_stream = packed.substr(0, packed.size() - 420);
+  const std::uint32_t left = static_cast<std::uint32_t>(short_stream.size() - 136);
+  std::memcpy(short_stream.data() + 132, &left, 4);
+  spill(dir / "short_stream.mat", short_stream);
+  fails({"convert", "short_stream.mat", "-o", "out.npy"}, 1,
+        {"short_stream.mat: truncated or corrupt MATLAB file: the compressed element at byte 128 inflates to"});
+}
+
 // ---- hostile inputs and unsafe outputs (issue 15) ----
 
 // A PNG with the given IHDR, rows (each with its filter byte) and chunks before IDAT.

@@ -108,16 +108,16 @@ void widen(const void *src, std::size_t n, double *dst) {
 
 // The tags of a v5 file, checked before matio reads it: matio trusts their sizes, and a 152-byte
 // file whose dimensions tag claimed 1.7 GB made it allocate 3.4 GB (found by tests/fuzz/
-// fuzz_formats.cpp). A matrix's sub-elements must fit in the matrix (recursively, for cells and
-// structs; a top-level element longer than the file is the truncation check_declared_size reports). A compressed
-// element is inflated as far as its first sub-elements, which must fit in the 1032 times its size that deflate can
-// expand to.
+// fuzz_formats.cpp). Every top-level element must end inside the file, and a matrix's
+// sub-elements inside the matrix (recursively, for cells and structs). A compressed element is
+// inflated whole, output discarded: matio stops at the declared size, so it would read a cut or
+// damaged stream as zeros or garbage without the stream's end and checksum being checked.
 class Mat5Tags {
  public:
   Mat5Tags(const std::string &path, bool swap) : path_(path), swap_(swap) {}
 
-  // The top-level elements of the file. Only tags are read (and the start of a compressed
-  // element): a file of gigabytes is not read twice.
+  // The top-level elements of the file. Only tags are read (and compressed elements, inflated
+  // once): a file of gigabytes of uncompressed data is not read twice.
   void check_file(std::ifstream &in, std::int64_t file_bytes) const {
     const TagAt tag_at = [&](std::int64_t at, unsigned char *tag) {
       in.clear();
@@ -125,8 +125,15 @@ class Mat5Tags {
       return at + 8 <= file_bytes && bool(in.read(reinterpret_cast<char *>(tag), 8));
     };
     unsigned char tag[8];
-    for (std::int64_t at = 128; tag_at(at, tag);) {
+    for (std::int64_t at = 128; at < file_bytes;) {
+      if (!tag_at(at, tag))
+        throw Failure(path_ + ": truncated MATLAB file: it ends inside the tag of the element at byte " +
+                      std::to_string(at));
       const std::uint32_t type = word(tag), bytes = word(tag + 4);
+      if (bytes > file_bytes - at - 8)
+        throw Failure(path_ + ": truncated MATLAB file: the element at byte " + std::to_string(at) + " declares " +
+                      std::to_string(bytes) + " bytes, but the file ends " + std::to_string(file_bytes - at - 8) +
+                      " bytes after its tag");
       if (type == kMatrix) check(tag_at, at + 8, at + 8 + bytes, 0, 1);
       if (type == kCompressed) check_compressed(in, at, bytes);
       at += 8 + bytes;
@@ -146,7 +153,7 @@ class Mat5Tags {
   }
 
   // The elements between offsets `begin` and `end` (a matrix's sub-elements), reported at
-  // `base` + offset. Where the tags run out (a truncated file), check_declared_size reports it.
+  // `base` + offset.
   void check(const TagAt &tag_at, std::int64_t begin, std::int64_t end, std::int64_t base, int depth) const {
     unsigned char tag[8];
     for (std::int64_t at = begin; at + 8 <= end && tag_at(at, tag);) {
@@ -163,31 +170,52 @@ class Mat5Tags {
     }
   }
 
-  // The start of the compressed element at `at` (`bytes` long), inflated: its tag and as many
-  // sub-element tags as 4 KiB holds.
+  // The compressed element at `at` (`bytes` long), inflated to its end: the tags in its first
+  // 4 KiB are checked as above, and the stream must end (its checksum matching) exactly where the
+  // tag inside says.
   void check_compressed(std::ifstream &in, std::int64_t at, std::uint32_t bytes) const {
-    std::vector<unsigned char> compressed(std::min<std::uint32_t>(bytes, 1 << 16));
+    const std::string where = path_ + ": corrupt MATLAB file: the compressed element at byte " + std::to_string(at);
+    z_stream z{};
+    if (inflateInit(&z) != Z_OK) throw Failure(where + " cannot be inflated: zlib is out of memory");
+    const std::unique_ptr<z_stream, int (*)(z_streamp)> end_inflate(&z, inflateEnd);
+    std::vector<unsigned char> compressed(1 << 16), scratch(1 << 16);
+    unsigned char head[4096];
+    std::int64_t left = bytes, inflated = 0, declared = -1;
     in.clear();
     in.seekg(at + 8);
-    in.read(reinterpret_cast<char *>(compressed.data()), static_cast<std::streamsize>(compressed.size()));
-    unsigned char head[4096];
-    z_stream z{};
-    if (inflateInit(&z) != Z_OK) return;
-    z.next_in = compressed.data();
-    z.avail_in = static_cast<uInt>(in.gcount());
-    z.next_out = head;
-    z.avail_out = sizeof head;
-    inflate(&z, Z_SYNC_FLUSH);
-    const std::int64_t got = static_cast<std::int64_t>(sizeof head - z.avail_out);
-    inflateEnd(&z);
-    if (got < 8) return;  // matio reports what is wrong with it
-    const std::int64_t declared = word(head + 4), most = kDeflateExpansion * std::int64_t(bytes);
-    if (declared > most)
-      throw Failure(path_ + ": corrupt MATLAB file: the compressed element at byte " + std::to_string(at) +
-                    " declares " + std::to_string(declared) + " bytes, more than its " + std::to_string(bytes) +
-                    " bytes can inflate to");
+    int rc = Z_OK;
+    while (rc == Z_OK || rc == Z_BUF_ERROR) {
+      if (z.avail_in == 0) {
+        in.read(reinterpret_cast<char *>(compressed.data()), std::min<std::int64_t>(left, 1 << 16));
+        if (in.gcount() <= 0) break;
+        left -= in.gcount();
+        z.next_in = compressed.data();
+        z.avail_in = static_cast<uInt>(in.gcount());
+      }
+      const bool in_head = inflated < std::int64_t(sizeof head);
+      z.next_out = in_head ? head + inflated : scratch.data();
+      z.avail_out = static_cast<uInt>(in_head ? sizeof head - std::size_t(inflated) : scratch.size());
+      const uInt room = z.avail_out;
+      rc = inflate(&z, Z_NO_FLUSH);
+      inflated += room - z.avail_out;
+      if (declared < 0 && inflated >= 8) {
+        declared = word(head + 4);
+        if (declared > kDeflateExpansion * std::int64_t(bytes))
+          throw Failure(where + " declares " + std::to_string(declared) + " bytes, more than its " +
+                        std::to_string(bytes) + " bytes can inflate to");
+      }
+      if (declared >= 0 && inflated > 8 + declared)
+        throw Failure(where + " inflates to more than the " + std::to_string(declared) + " bytes it declares");
+    }
+    if (rc != Z_STREAM_END && rc != Z_OK && rc != Z_BUF_ERROR)
+      throw Failure(where + " is damaged (zlib: " + (z.msg ? z.msg : zError(rc)) + ")");
+    if (rc != Z_STREAM_END || inflated != 8 + declared)
+      throw Failure(
+          path_ + ": truncated or corrupt MATLAB file: the compressed element at byte " + std::to_string(at) +
+          " inflates to " + std::to_string(inflated) + " bytes" +
+          (declared < 0 ? ", less than a tag" : ", not the " + std::to_string(8 + declared) + " it declares"));
     const TagAt head_at = [&](std::int64_t offset, unsigned char *tag) {
-      if (offset + 8 > got) return false;
+      if (offset + 8 > std::min<std::int64_t>(inflated, sizeof head)) return false;
       std::memcpy(tag, head + offset, 8);
       return true;
     };
@@ -268,7 +296,8 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
 
   last_matio_message().clear();
   MatVar var{Mat_VarRead(mat.get(), name.c_str())};
-  if (!var || (n > 0 && !var->data))
+  // matio logs a short read or an inflate error, and returns the variable all the same.
+  if (!var || (n > 0 && !var->data) || !last_matio_message().empty())
     throw Failure(path + ": cannot read variable '" + name + "': truncated or corrupt" + matio_reason());
   Shape read_shape;
   for (int d = 0; d < var->rank; d++) read_shape.push_back(static_cast<std::int64_t>(var->dims[d]));
