@@ -64,9 +64,10 @@ class Cli : public ::testing::Test {
     return r;
   }
   // Runs a command that must fail with `rc` and one error line containing every part; no file appears.
-  void fails(const std::vector<std::string> &args, int rc, const std::vector<std::string> &parts) const {
+  void fails(const std::vector<std::string> &args, int rc, const std::vector<std::string> &parts,
+             const std::string &shell_before = "") const {
     const std::set<fs::path> before = files();
-    const Result r = run(args);
+    const Result r = run(args, shell_before);
     EXPECT_EQ(r.rc, rc) << r.err;
     EXPECT_EQ(r.err.rfind("hpipe: error: ", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

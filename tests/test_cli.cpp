@@ -806,6 +806,41 @@ TEST_F(Cli, DamagedMatFilesAreRefused) {
         {"short_stream.mat: truncated or corrupt MATLAB file: the compressed element at byte 128 inflates to"});
 }
 
+// A full disk, here a file size limit: matio reported success and left a truncated .mat, libhdf5
+// crashed at exit (.h5, v7.3 .mat), and the errors named the hidden temporary file.
+TEST_F(Cli, WriteErrorsNameTheTargetAndLeaveNothing) {
+  cli::write_npy(path("cube.npy"), raw({28, 64, 64}, random_values<double>(28 * 64 * 64, 7, 0, 1), DType::f64));
+  cli::write_npy(path("plane.npy"), raw({300, 300}, random_values<double>(300 * 300, 8, 0, 1), DType::f64));
+  const std::string limit = "ulimit -f 100; trap '' XFSZ;";  // 51200 bytes; a write past it fails
+  // {input, output, options..., the error}
+  const std::vector<std::vector<std::string>> cases = {
+      {"cube.npy", "o.npy", "o.npy: write error: File too large"},
+      {"cube.npy", "o.mat", "o.mat: write error: only 51200 bytes reached the file"},
+      {"cube.npy", "o.h5", "o.h5: write error: File too large"},
+      {"cube.npy", "o.tif", "o.tif: write error (libtiff: "},
+      {"cube.npy", "o.hdr", "o.img: write error: File too large"},
+      {"plane.npy", "o.png", "o.png: cannot write PNG: Write Error"},
+      {"cube.npy", "o73.mat", "--mat-version", "7.3", "o73.mat: write error: File too large"}};
+  for (const std::vector<std::string> &c : cases) {
+    SCOPED_TRACE(c[1]);
+    std::vector<std::string> args = {"convert", c[0], "-o", c[1]};
+    args.insert(args.end(), c.begin() + 2, c.end() - 1);
+    fails(args, 1, {"hpipe: error: " + c.back()}, limit);
+    EXPECT_EQ(run(args, limit).err.find(".hpipe-"), std::string::npos);
+  }
+  // Without the limit, each reads back as the cube.
+  const RawArray cube = cli::read_npy(path("cube.npy"));
+  for (const std::vector<std::string> &c : cases) {
+    if (c[0] != "cube.npy") continue;
+    SCOPED_TRACE(c[1]);
+    std::vector<std::string> args = {"convert", c[0], "-o", c[1]};
+    args.insert(args.end(), c.begin() + 2, c.end() - 1);
+    ok(args);
+    ok({"convert", c[1], "-o", "back.npy", "--force"});
+    expect_same(cli::read_npy(path("back.npy")), cube);
+  }
+}
+
 // ---- hostile inputs and unsafe outputs (issue 15) ----
 
 // A PNG with the given IHDR, rows (each with its filter byte) and chunks before IDAT.

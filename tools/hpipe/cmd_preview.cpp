@@ -29,7 +29,7 @@ int run_preview(Context &ctx) {
   });
   ctx.timed("write", [&] {
     OutputSet outputs({out}, ctx.input_files(), ctx.write.force);
-    write_picture(outputs.temporary(0), picture);
+    write_picture(outputs.destination(0), picture);
     outputs.commit();
   });
   ctx.summary.set("path", out).set("bands", bands).set("wavelengths", nm).set("montage", montage);

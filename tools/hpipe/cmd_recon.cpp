@@ -122,7 +122,7 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
     std::vector<std::string> targets;
     for (const auto &f : files) targets.push_back(*dir + "/" + f.first);
     pictures.emplace(targets, ctx.input_files(), ctx.write.force);
-    for (std::size_t i = 0; i < files.size(); i++) write_picture(pictures->temporary(i), files[i].second);
+    for (std::size_t i = 0; i < files.size(); i++) write_picture(pictures->destination(i), files[i].second);
     ctx.summary.set("previews", targets);
   }
   ctx.write_output(out, x_shape, x, sizeof(T) == 8 ? DType::f64 : DType::f32);

@@ -37,11 +37,18 @@ class InputFile {
   std::int64_t size_ = 0;
 };
 
+// A file to write: `path`, the temporary written, for `target`, the file the user asked for, which
+// errors name.
+struct Destination {
+  std::string path, target;
+};
+
 // A file opened for writing; every write is checked, close() reports a full disk.
 class OutputFile {
  public:
   // Writes `path`; errors name `target` (the file the user asked for; `path` may be its temporary).
   explicit OutputFile(const std::string &path, const std::string &target = "");
+  explicit OutputFile(const Destination &d) : OutputFile(d.path, d.target) {}
   const std::string &target() const { return target_; }
   ~OutputFile();
   OutputFile(const OutputFile &) = delete;
@@ -76,6 +83,7 @@ class OutputSet {
   const std::vector<std::string> &targets() const { return targets_; }
   // The temporary path to write target i to.
   const std::string &temporary(std::size_t i) const { return temps_[i]; }
+  Destination destination(std::size_t i) const { return {temps_[i], targets_[i]}; }
   void commit();
   // Removes the temporary files that writers of `target` killed outright (SIGKILL, a lost node)
   // left beside it; a re-run calls it before writing the target again.

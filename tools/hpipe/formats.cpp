@@ -182,20 +182,20 @@ std::vector<std::string> output_files(Format f, const std::string &output) {
   return {file};
 }
 
-void write_other_format(Format f, const std::string &output, const std::vector<std::string> &temps, const RawArray &a,
+void write_other_format(Format f, const std::string &output, const std::vector<Destination> &files, const RawArray &a,
                         const WholeFileOptions &options) {
   const std::string selected = split_selector(output).name;
   const Layout layout = options.layout.value_or(default_layout(f));
   switch (f) {
     case Format::mat:
-      write_mat(temps[0], selected.empty() ? "data" : selected, layout == Layout::hwc ? chw_to_hwc(a) : a,
+      write_mat(files[0], selected.empty() ? "data" : selected, layout == Layout::hwc ? chw_to_hwc(a) : a,
                 options.mat73);
       return;
     case Format::hdf5:
-      write_hdf5(temps[0], selected.empty() ? "/data" : selected, layout == Layout::hwc ? chw_to_hwc(a) : a);
+      write_hdf5(files[0], selected.empty() ? "/data" : selected, layout == Layout::hwc ? chw_to_hwc(a) : a);
       return;
-    case Format::tiff: write_tiff(temps[0], a); return;
-    case Format::envi: write_envi(temps[0], temps[1], a, options.wavelengths); return;
+    case Format::tiff: write_tiff(files[0], a); return;
+    case Format::envi: write_envi(files[0], files[1], a, options.wavelengths); return;
     case Format::png:
     case Format::npy: break;
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "array.h"
+#include "file.h"
 
 namespace hpipe::cli {
 
@@ -66,8 +67,8 @@ struct WholeFileOptions {
   std::vector<double> wavelengths;  // written to an ENVI header when there is one per band
 };
 // Writes the whole array `a` ((C, H, W) band stacks, or any shape the format holds) in format `f`
-// to `temps` (as output_files(f, output) names them; `output` supplies the selector and names).
-void write_other_format(Format f, const std::string &output, const std::vector<std::string> &temps, const RawArray &a,
+// to `files` (as output_files(f, output) names them; `output` supplies the selector).
+void write_other_format(Format f, const std::string &output, const std::vector<Destination> &files, const RawArray &a,
                         const WholeFileOptions &options);
 
 // Readers bound what a header may make them allocate: a Failure naming `file` unless `bytes`

@@ -222,10 +222,10 @@ EnviImage read_envi(const std::string &header) {
   return image;
 }
 
-void write_envi(const std::string &header_path, const std::string &data_path, const RawArray &a,
+void write_envi(const Destination &header, const Destination &data, const RawArray &a,
                 const std::vector<double> &wavelengths) {
   if (a.shape.size() < 2 || a.shape.size() > 3)
-    throw UsageError(header_path + ": ENVI holds images (H, W) or band stacks (C, H, W), not shape " +
+    throw UsageError(header.target + ": ENVI holds images (H, W) or band stacks (C, H, W), not shape " +
                      shape_string(a.shape));
   const std::int64_t bands = a.shape.size() == 3 ? a.shape[0] : 1;
   int code = 4;
@@ -248,12 +248,12 @@ void write_envi(const std::string &header_path, const std::string &data_path, co
     }
     text += "}\n";
   }
-  OutputFile header(header_path);
-  header.write(text.data(), text.size());
-  header.close();
-  OutputFile data(data_path);
-  data.write(a.bytes.data(), a.bytes.size());  // this host is little-endian, as byte order = 0 says
-  data.close();
+  OutputFile header_file(header);
+  header_file.write(text.data(), text.size());
+  header_file.close();
+  OutputFile data_file(data);
+  data_file.write(a.bytes.data(), a.bytes.size());  // this host is little-endian, as byte order = 0 says
+  data_file.close();
 }
 
 }  // namespace hpipe::cli

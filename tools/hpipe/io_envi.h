@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "array.h"
+#include "file.h"
 
 namespace hpipe::cli {
 
@@ -24,7 +25,7 @@ struct EnviImage {
 EnviImage read_envi(const std::string &header);
 
 // `a` is (H, W) or (C, H, W).
-void write_envi(const std::string &header_path, const std::string &data_path, const RawArray &a,
+void write_envi(const Destination &header, const Destination &data, const RawArray &a,
                 const std::vector<double> &wavelengths);
 
 }  // namespace hpipe::cli

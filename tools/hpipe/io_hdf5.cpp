@@ -167,10 +167,21 @@ RawArray read_hdf5(const std::string &path, const std::string &dataset, std::str
   return a;
 }
 
-void write_hdf5(const std::string &path, const std::string &dataset, const RawArray &a) {
+namespace {
+
+// The bytes of an HDF5 file holding `a` as `dataset`, made by libhdf5 in memory (the core driver,
+// nothing written to disk). `user_block`: bytes kept in front of the HDF5 data (a power of 2 of at
+// least 512, or 0). `matlab_class`: the MATLAB_class attribute, when not empty. Errors name `target`.
+std::vector<unsigned char> hdf5_image(const std::string &target, const std::string &dataset, const RawArray &a,
+                                      hsize_t user_block, const std::string &matlab_class) {
   quiet_hdf5();
-  Id file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
-  if (!file.ok()) throw Failure(path + ": cannot create the HDF5 file" + hdf5_reason());
+  Id access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  Id creation(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  if (!access.ok() || !creation.ok() || H5Pset_fapl_core(access, 1 << 20, 0) < 0 ||
+      (user_block && H5Pset_userblock(creation, user_block) < 0))
+    throw Failure(target + ": cannot create the HDF5 file" + hdf5_reason());
+  Id file(H5Fcreate(target.c_str(), H5F_ACC_TRUNC, creation, access), H5Fclose);
+  if (!file.ok()) throw Failure(target + ": cannot create the HDF5 file" + hdf5_reason());
   const std::vector<hsize_t> dims(a.shape.begin(), a.shape.end());
   Id space(
       a.shape.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
@@ -185,10 +196,46 @@ void write_hdf5(const std::string &path, const std::string &dataset, const RawAr
     case DType::f64: break;
   }
   Id ds(H5Dcreate2(file, dataset.c_str(), stored, space, links, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
-  if (!ds.ok()) throw Failure(path + ": cannot create dataset '" + dataset + "'" + hdf5_reason());
+  if (!ds.ok()) throw Failure(target + ": cannot create dataset '" + dataset + "'" + hdf5_reason());
   if (H5Dwrite(ds, memory_type(a.dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, a.bytes.data()) < 0)
-    throw Failure(path + ": cannot write dataset '" + dataset + "'" + hdf5_reason());
-  if (H5Fflush(file, H5F_SCOPE_LOCAL) < 0) throw Failure(path + ": write error" + hdf5_reason());
+    throw Failure(target + ": cannot write dataset '" + dataset + "'" + hdf5_reason());
+  if (!matlab_class.empty()) {
+    Id text(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(text, matlab_class.size());
+    Id scalar(H5Screate(H5S_SCALAR), H5Sclose);
+    Id attribute(H5Acreate2(ds, "MATLAB_class", text, scalar, H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
+    if (!attribute.ok() || H5Awrite(attribute, text, matlab_class.data()) < 0)
+      throw Failure(target + ": cannot write the MATLAB_class of '" + dataset + "'" + hdf5_reason());
+  }
+  if (H5Fflush(file, H5F_SCOPE_LOCAL) < 0) throw Failure(target + ": cannot build the HDF5 file" + hdf5_reason());
+  const ssize_t size = H5Fget_file_image(file, nullptr, 0);
+  std::vector<unsigned char> image(size > 0 ? static_cast<std::size_t>(size) : 0);
+  if (size <= 0 || H5Fget_file_image(file, image.data(), image.size()) != size)
+    throw Failure(target + ": cannot build the HDF5 file" + hdf5_reason());
+  return image;
+}
+
+void write_image(const Destination &file, const std::vector<unsigned char> &image) {
+  OutputFile out(file);
+  out.write(image.data(), image.size());
+  out.close();
+}
+
+}  // namespace
+
+void write_hdf5(const Destination &file, const std::string &dataset, const RawArray &a) {
+  write_image(file, hdf5_image(file.target, dataset, a, 0, ""));
+}
+
+void write_matlab_v73(const Destination &file, const std::string &header, const std::string &variable,
+                      const std::string &matlab_class, const RawArray &a) {
+  constexpr std::size_t kUserBlock = 512;
+  // The image starts at the superblock, after the user block (HDF5 addresses count from there).
+  const std::vector<unsigned char> image = hdf5_image(file.target, variable, a, kUserBlock, matlab_class);
+  std::vector<unsigned char> whole(kUserBlock + image.size());
+  std::copy(header.begin(), header.end(), whole.begin());
+  std::copy(image.begin(), image.end(), whole.begin() + kUserBlock);
+  write_image(file, whole);
 }
 
 }  // namespace hpipe::cli

@@ -14,6 +14,7 @@
 #include "errors.h"
 #include "file.h"
 #include "formats.h"
+#include "io_hdf5.h"
 
 namespace hpipe::cli {
 
@@ -328,18 +329,33 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
   return transpose(column_major, reverse);
 }
 
-void write_mat(const std::string &path, const std::string &variable, const RawArray &a, bool v73) {
-  quiet_matio();
-  last_matio_message().clear();
-  MatFile mat(Mat_CreateVer(path.c_str(), nullptr, v73 ? MAT_FT_MAT73 : MAT_FT_MAT5));
-  if (!mat) throw Failure(path + ": cannot create the MATLAB file" + matio_reason());
+namespace {
+
+// matio ignores failed writes (a full disk) and reports success, and it sizes the element by what
+// reached the file; but the tags inside, written before their data, show what is missing.
+void check_written_v5(const Destination &file) {
+  const std::int64_t size = InputFile(file.path).size();
+  bool whole = size >= 136;  // the header and a tag at least
+  try {
+    std::ifstream in(file.path, std::ios::binary);
+    if (whole) Mat5Tags(file.target, false).check_file(in, size);
+  } catch (const Failure &) {
+    whole = false;
+  }
+  if (!whole)
+    throw Failure(file.target + ": write error: only " + std::to_string(size) +
+                  " bytes reached the file (a full disk, or a file size limit)");
+}
+
+}  // namespace
+
+void write_mat(const Destination &file, const std::string &variable, const RawArray &a, bool v73) {
   // MATLAB arrays have at least 2 dimensions: (n,) is written as n x 1, () as 1 x 1.
   Shape shape = a.shape;
   while (shape.size() < 2) shape.push_back(1);
   std::vector<int> reverse;
   for (int d = static_cast<int>(a.shape.size()) - 1; d >= 0; d--) reverse.push_back(d);
   RawArray column_major = transpose(a, reverse);
-  std::vector<std::size_t> dims(shape.begin(), shape.end());
   matio_classes cls = MAT_C_DOUBLE;
   matio_types type = MAT_T_DOUBLE;
   switch (a.dtype) {
@@ -348,12 +364,28 @@ void write_mat(const std::string &path, const std::string &variable, const RawAr
     case DType::f32: cls = MAT_C_SINGLE, type = MAT_T_SINGLE; break;
     case DType::f64: break;
   }
+  if (v73) {
+    // Written through libhdf5 in memory (io_hdf5.h): matio's own v7.3 writer crashes at exit after
+    // a failed write. The header is MATLAB's: text, subsystem offset, version 0x0200, 'IM'.
+    std::string header = "MATLAB 7.3 MAT-file, Platform: GLNXA64, Created by: hpipe HDF5 schema 1.00 .";
+    header.resize(116, ' ');
+    header += std::string(8, '\0') + std::string("\0\2IM", 4);
+    column_major.shape.assign(shape.rbegin(), shape.rend());
+    write_matlab_v73(file, header, variable, class_name(cls), column_major);
+    return;
+  }
+  quiet_matio();
+  last_matio_message().clear();
+  MatFile mat(Mat_CreateVer(file.path.c_str(), nullptr, MAT_FT_MAT5));
+  if (!mat) throw Failure(file.target + ": cannot create the MATLAB file" + matio_reason());
+  std::vector<std::size_t> dims(shape.begin(), shape.end());
   MatVar var{Mat_VarCreate(variable.c_str(), cls, type, static_cast<int>(dims.size()), dims.data(),
                            column_major.bytes.data(), MAT_F_DONT_COPY_DATA)};
-  if (!var) throw Failure(path + ": cannot create variable '" + variable + "'" + matio_reason());
+  if (!var) throw Failure(file.target + ": cannot create variable '" + variable + "'" + matio_reason());
   if (Mat_VarWrite(mat.get(), var.get(), MAT_COMPRESSION_NONE) != 0)
-    throw Failure(path + ": cannot write variable '" + variable + "'" + matio_reason());
-  if (Mat_Close(mat.release()) != 0) throw Failure(path + ": write error" + matio_reason());
+    throw Failure(file.target + ": cannot write variable '" + variable + "'" + matio_reason());
+  if (Mat_Close(mat.release()) != 0) throw Failure(file.target + ": write error" + matio_reason());
+  check_written_v5(file);
 }
 
 }  // namespace hpipe::cli

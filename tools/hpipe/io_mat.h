@@ -11,6 +11,7 @@
 #include <string>
 
 #include "array.h"
+#include "file.h"
 
 namespace hpipe::cli {
 
@@ -18,7 +19,8 @@ bool has_mat_magic(const std::string &path);
 // `variable` empty: the file's only numeric variable (a Failure lists them when there are several).
 // `detail` receives "v5 'img'" or "v7.3 'img'".
 RawArray read_mat(const std::string &path, const std::string &variable, std::string &detail);
-// `a` has MATLAB's shape (C order); written as v5, or v7.3 with `v73`.
-void write_mat(const std::string &path, const std::string &variable, const RawArray &a, bool v73);
+// `a` has MATLAB's shape (C order); written as v5 (through matio), or v7.3 with `v73` (through
+// libhdf5: see write_matlab_v73). Errors name file.target.
+void write_mat(const Destination &file, const std::string &variable, const RawArray &a, bool v73);
 
 }  // namespace hpipe::cli

@@ -210,7 +210,8 @@ RawArray read_tiff(const std::string &path, std::string &detail) {
   return a;
 }
 
-void write_tiff(const std::string &path, const RawArray &a) {
+void write_tiff(const Destination &file, const RawArray &a) {
+  const std::string &path = file.target;
   quiet_tiff();
   if (a.shape.size() < 2 || a.shape.size() > 3)
     throw UsageError(path + ": TIFF holds images (H, W) or band stacks (C, H, W), not shape " + shape_string(a.shape));
@@ -219,7 +220,7 @@ void write_tiff(const std::string &path, const RawArray &a) {
   const std::size_t element = size_of(a.dtype);
   const bool big = a.bytes.size() > (std::size_t(1) << 32) - (std::size_t(1) << 24);  // room for the directories
   last_tiff_error().clear();
-  TiffFile t(TIFFOpen(path.c_str(), big ? "w8" : "w"));
+  TiffFile t(TIFFOpen(file.path.c_str(), big ? "w8" : "w"));
   if (!t) throw Failure(path + ": cannot create the TIFF file" + tiff_reason());
   const bool floats = a.dtype == DType::f32 || a.dtype == DType::f64;
   for (std::int64_t b = 0; b < bands; b++) {
@@ -244,9 +245,8 @@ void write_tiff(const std::string &path, const RawArray &a) {
     }
     if (!TIFFWriteDirectory(f)) throw Failure(path + ": write error" + tiff_reason());
   }
-  TIFF *f = t.release();
-  TIFFClose(f);
-  if (!last_tiff_error().empty()) throw Failure(path + ": write error" + tiff_reason());
+  // TIFFClose drops a failed flush's error: flush first.
+  if (!TIFFFlush(t.get()) || !last_tiff_error().empty()) throw Failure(path + ": write error" + tiff_reason());
 }
 
 }  // namespace hpipe::cli

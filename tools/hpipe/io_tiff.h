@@ -7,6 +7,7 @@
 #include <string>
 
 #include "array.h"
+#include "file.h"
 
 namespace hpipe::cli {
 
@@ -14,6 +15,6 @@ bool has_tiff_magic(const std::string &path);
 // `detail` receives "28 pages" or "1 page, 3 samples".
 RawArray read_tiff(const std::string &path, std::string &detail);
 // `a` is (H, W) or (C, H, W) of any element type.
-void write_tiff(const std::string &path, const RawArray &a);
+void write_tiff(const Destination &file, const RawArray &a);
 
 }  // namespace hpipe::cli

@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "errors.h"
+#include "file.h"
 
 namespace hpipe::cli {
 
@@ -259,14 +260,16 @@ Picture side_by_side(const std::vector<Panel> &panels) {
   return p;
 }
 
-void write_picture(const std::string &path, const Picture &picture) {
+void write_picture(const Destination &file, const Picture &picture) {
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
   image.width = static_cast<png_uint_32>(picture.width);
   image.height = static_cast<png_uint_32>(picture.height);
   image.format = PNG_FORMAT_RGB;
-  if (!png_image_write_to_file(&image, path.c_str(), 0, picture.rgb.data(), 0, nullptr))
-    throw Failure(path + ": cannot write the PNG: " + image.message);
+  OutputFile out(file);
+  if (!png_image_write_to_stdio(&image, out.get(), 0, picture.rgb.data(), 0, nullptr))
+    throw Failure(file.target + ": cannot write the PNG: " + image.message);
+  out.close();
 }
 
 template Picture render_colour<float>(const float *, std::int64_t, std::int64_t, std::int64_t,

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "file.h"
+
 namespace hpipe::cli {
 
 // The 28 band centres (nm) of the KAIST/CAVE simulation data as TSA-Net and MST use them
@@ -53,6 +55,6 @@ Picture side_by_side(const std::vector<Panel> &panels);
 // The CIE 1931 2-degree colour-matching functions at `nm` (see preview.cpp for the source).
 void cie1931(double nm, double &x, double &y, double &z);
 
-void write_picture(const std::string &path, const Picture &picture);
+void write_picture(const Destination &file, const Picture &picture);
 
 }  // namespace hpipe::cli

@@ -401,16 +401,16 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
       }
     }
     if (png) {
-      OutputFile file(outputs.temporary(p), targets[p]);
+      OutputFile file(outputs.destination(p));
       write_png(file, a, report.range);
     } else {
       if (!pattern) a.shape = shape;
       if (whole_file) {
-        std::vector<std::string> temps;
-        for (std::size_t t = 0; t < targets.size(); t++) temps.push_back(outputs.temporary(t));
-        write_other_format(plan.format, output, temps, a, options.file);
+        std::vector<Destination> files;
+        for (std::size_t t = 0; t < targets.size(); t++) files.push_back(outputs.destination(t));
+        write_other_format(plan.format, output, files, a, options.file);
       } else {
-        OutputFile file(outputs.temporary(p), targets[p]);
+        OutputFile file(outputs.destination(p));
         write_npy(file, options.file.layout == Layout::hwc && !pattern ? chw_to_hwc(a) : a);
       }
     }
