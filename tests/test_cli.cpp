@@ -952,23 +952,28 @@ TEST_F(Cli, NamedPipesAreReadOnce) {
   }
 }
 
-// A killed hpipe leaves .NAME.hpipe-PID.tmp behind; the next write to that folder removes those
-// whose process is gone, and nothing else.
+// A killed hpipe leaves .NAME.hpipe-HOST-PID.tmp behind; the next write to that folder removes
+// those of this machine whose process is gone, and nothing else: in a folder shared by cluster
+// nodes, another machine's PID says nothing here (its writes in progress were deleted).
 TEST_F(Cli, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   cli::write_npy(path("a.npy"), raw({1, 2}, std::vector<float>{1, 2}, DType::f32));
   const pid_t dead = fork();
   if (dead == 0) _exit(0);
   ASSERT_GT(dead, 0);
   ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
   fs::create_directory(dir / "out");
-  const std::string stale = ".b.npy.hpipe-" + std::to_string(dead) + ".tmp";
-  const std::string live = ".c.npy.hpipe-" + std::to_string(getpid()) + ".tmp";  // this test: running
-  for (const std::string name : {stale, live, std::string(".d.npy.hpipe-notes.tmp"), std::string("e.hpipe-1.tmp")})
-    spill(dir / "out" / name, "partial");
+  const std::string stale = ".b.npy.hpipe-" + std::string(host) + "-" + std::to_string(dead) + ".tmp";
+  const std::vector<std::string> kept = {
+      ".c.npy.hpipe-" + std::string(host) + "-" + std::to_string(getpid()) + ".tmp",  // this test: running
+      ".b.npy.hpipe-other-node-" + std::to_string(dead) + ".tmp",                     // another machine's
+      ".b.npy.hpipe-" + std::to_string(dead) + ".tmp", ".d.npy.hpipe-notes.tmp", "e.hpipe-x-1.tmp"};
+  spill(dir / "out" / stale, "partial");
+  for (const std::string &name : kept) spill(dir / "out" / name, "partial");
   ok({"convert", "a.npy", "-o", "out/b.npy"});
   EXPECT_FALSE(fs::exists(dir / "out" / stale));
-  EXPECT_TRUE(fs::exists(dir / "out" / live) && fs::exists(dir / "out/.d.npy.hpipe-notes.tmp") &&
-              fs::exists(dir / "out/e.hpipe-1.tmp"));
+  for (const std::string &name : kept) EXPECT_TRUE(fs::exists(dir / "out" / name)) << name;
   EXPECT_TRUE(fs::exists(dir / "out/b.npy"));
 }
 
@@ -1118,7 +1123,7 @@ TEST_F(Cli, BatchFailsOnlyTheCorruptItemAndResumesOnlyMissingOnes) {
   // An interrupted run: two outputs missing, a killed writer's temporary file left behind.
   fs::remove(dir / "out" / "y1.npy");
   fs::remove(dir / "out" / "y2.npy");
-  spill(dir / "out" / ".y1.npy.hpipe-4242.tmp", "half");
+  spill(dir / "out" / ".y1.npy.hpipe-node7-4242.tmp", "half");  // on any machine
   fs::remove(dir / "meas" / "bad.npy");
   const auto untouched = fs::last_write_time(dir / "out" / "y0.npy");
   const Result again = ok(batch({"meas", "-o", "out", "--json"}));

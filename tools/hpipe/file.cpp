@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -44,51 +45,74 @@ void make_folders(const std::string &dir) {
     throw Failure(dir + ": cannot create the output folder: " + system_error());
 }
 
-const char kTempTag[] = ".hpipe-";  // a temporary file is .NAME.hpipe-PID.tmp
+const char kTempTag[] = ".hpipe-";  // a temporary file is .NAME.hpipe-HOST-PID.tmp
 const char kTempEnd[] = ".tmp";
 
-// The hidden file beside `target` that process `pid` writes it to.
+// This machine's name as it goes into temporary file names: letters, digits, '-' and '.', at most
+// 64 of them (others become '_').
+const std::string &host_name() {
+  static const std::string name = [] {
+    char buf[256] = {};
+    if (gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return std::string("localhost");
+    std::string n(buf, std::min<std::size_t>(std::strlen(buf), 64));
+    for (char &c : n)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+    return n;
+  }();
+  return name;
+}
+
+// The hidden file beside `target` that process `pid` of this machine writes it to.
 std::string temporary_name(const std::string &target, pid_t pid) {
   const std::size_t slash = target.rfind('/');
   const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
   const std::string dir = slash == std::string::npos ? "" : target.substr(0, slash + 1);
-  return dir + "." + base + kTempTag + std::to_string(pid) + kTempEnd;
+  return dir + "." + base + kTempTag + host_name() + "-" + std::to_string(pid) + kTempEnd;
 }
 
-// The PID in a temporary file's name, or 0 when the name is not one.
-pid_t temporary_owner(const std::string &name) {
+// Who wrote a temporary file: the host and PID in its name, and the target's name.
+struct TemporaryOwner {
+  std::string base, host;
+  pid_t pid = 0;  // 0: the name is not a temporary file's
+};
+
+TemporaryOwner temporary_owner(const std::string &name) {
+  TemporaryOwner owner;
   const std::size_t end = name.size() - std::min(name.size(), sizeof kTempEnd - 1);
   const std::size_t tag = name.rfind(kTempTag);
-  if (name[0] != '.' || tag == std::string::npos || name.compare(end, std::string::npos, kTempEnd) != 0) return 0;
-  const std::size_t digits = tag + sizeof kTempTag - 1;
-  if (digits >= end || digits + 9 < end) return 0;
+  if (name[0] != '.' || tag == std::string::npos || name.compare(end, std::string::npos, kTempEnd) != 0) return owner;
+  const std::size_t dash = name.rfind('-', end);
+  const std::size_t host = tag + sizeof kTempTag - 1;
+  if (dash == std::string::npos || dash <= host || dash + 1 >= end || dash + 10 < end) return owner;
   pid_t pid = 0;
-  for (std::size_t i = digits; i < end; i++) {
-    if (name[i] < '0' || name[i] > '9') return 0;
+  for (std::size_t i = dash + 1; i < end; i++) {
+    if (name[i] < '0' || name[i] > '9') return owner;
     pid = pid * 10 + (name[i] - '0');
   }
-  return pid;
+  owner.base = name.substr(1, tag - 1);
+  owner.host = name.substr(host, dash - host);
+  owner.pid = pid;
+  return owner;
 }
 
-// Removes the temporary files (.NAME.hpipe-PID.tmp) in folder `dir` for which stale(file name, PID)
-// holds.
+// Removes the temporary files (.NAME.hpipe-HOST-PID.tmp) in folder `dir` whose owner is stale.
 template <class Stale>
 void remove_temporaries(const std::string &dir, Stale stale) {
   std::unique_ptr<DIR, int (*)(DIR *)> d(opendir(dir.c_str()), &closedir);
   if (!d) return;
   while (const dirent *e = readdir(d.get())) {
-    const pid_t pid = temporary_owner(e->d_name);
-    if (pid > 0 && stale(std::string(e->d_name), pid)) unlink((dir + "/" + e->d_name).c_str());
+    const TemporaryOwner owner = temporary_owner(e->d_name);
+    if (owner.pid > 0 && stale(owner)) unlink((dir + "/" + e->d_name).c_str());
   }
 }
 
-// Removes the temporary files in `dir` whose hpipe no longer runs (killed with SIGKILL, or by a
-// crash, it could not remove them). A PID on this machine says nothing of a process elsewhere, so
-// a folder shared between machines may lose another machine's temporary file; its rename then
-// fails with a clear error and that command can be rerun.
+// Removes the temporary files in `dir` that an hpipe of this machine left when it was killed with
+// SIGKILL or crashed (its PID no longer runs). Other machines' files are left alone: a folder
+// shared by cluster nodes holds their writes in progress, whose PIDs mean nothing here.
 void remove_stale_temporaries(const std::string &dir) {
-  remove_temporaries(
-      dir, [](const std::string &, pid_t pid) { return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH; });
+  remove_temporaries(dir, [](const TemporaryOwner &o) {
+    return o.host == host_name() && o.pid != getpid() && kill(o.pid, 0) != 0 && errno == ESRCH;
+  });
 }
 
 }  // namespace
@@ -229,8 +253,7 @@ OutputSet::~OutputSet() {
 
 void OutputSet::remove_leftovers(const std::string &target) {
   const std::string base = target.substr(target.rfind('/') + 1);  // npos + 1 == 0
-  remove_temporaries(folder_of(target),
-                     [&](const std::string &name, pid_t pid) { return name == temporary_name(base, pid); });
+  remove_temporaries(folder_of(target), [&](const TemporaryOwner &o) { return o.base == base; });
 }
 
 void OutputSet::commit() {

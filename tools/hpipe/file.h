@@ -69,9 +69,9 @@ bool exists(const std::string &path);
 bool is_directory(const std::string &path);
 
 // The outputs of one command: each is written to a temporary file beside its target
-// (.NAME.hpipe-PID.tmp) and renamed onto it only by commit(), after all were written; destroyed
-// uncommitted, it removes them. Temporary files that a killed hpipe left in the target folders
-// (their PID no longer runs) are removed first.
+// (.NAME.hpipe-HOST-PID.tmp) and renamed onto it only by commit(), after all were written;
+// destroyed uncommitted, it removes them. Temporary files that a killed hpipe of this machine left
+// in the target folders (their PID no longer runs) are removed first; other machines' are kept.
 class OutputSet {
  public:
   // Checks `targets` up front: none may be an input (always refused), exist unless `force`, or
