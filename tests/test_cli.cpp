@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -181,6 +182,26 @@ TEST_F(Cli, TypeAndScaleClampRoundAndReportClipping) {
   fails({"convert", "v.npy", "-o", "x.npy", "--scale", "2,1"}, 2, {"--scale", "MIN < MAX", "'2,1'"});
   fails({"convert", "v.npy", "-o", "x.npy", "--type", "i32"}, 2, {"--type", "'i32'"});
   fails({"convert", "v.npy", "-o", "x.gif"}, 2, {"x.gif", "expected a .png, .npy, .mat, .h5, .tif or .hdr"});
+}
+
+// A PNG written with --scale reads in its original units: convert kept its uint16 type, and
+// [-5, 0, 2.5, 10, 7] came back as [0, 0, 65535, 65535, 65535].
+TEST_F(Cli, ConvertOfAScaledPngGivesItsValuesBack) {
+  const double nan = std::nan("");
+  cli::write_npy(path("v.npy"), raw({2, 3}, std::vector<double>{-5, 0, 2.5, 10, nan, 7}, DType::f64));
+  ok({"convert", "v.npy", "-o", "v.png", "--scale", "auto"});
+  ok({"convert", "v.png", "-o", "back.npy"});
+  const RawArray back = cli::read_npy(path("back.npy"));
+  EXPECT_EQ(back.dtype, DType::f32);
+  std::vector<float> want;
+  for (double v : {-5.0, 0.0, 2.5, 10.0, -5.0, 7.0})  // NaN is stored as 0, the range's low end
+    want.push_back(static_cast<float>(-5 + std::nearbyint((v + 5) / 15 * 65535) * (15 / 65535.0)));
+  EXPECT_EQ(values_of<float>(back), want);
+  // --raw: the stored codes, as they are.
+  ok({"convert", "v.png", "-o", "codes.npy", "--raw"});
+  const RawArray codes = cli::read_npy(path("codes.npy"));
+  EXPECT_EQ(codes.dtype, DType::u16);
+  EXPECT_EQ(values_of<std::uint16_t>(codes), (std::vector<std::uint16_t>{0, 21845, 32768, 65535, 0, 52428}));
 }
 
 TEST_F(Cli, RefusesToOverwriteInputsAndExistingOutputsWithoutForce) {

@@ -13,7 +13,10 @@ int run_convert(Context &ctx) {
   const DType first = sources[0].array.dtype;
   const bool same =
       std::all_of(sources.begin(), sources.end(), [&](const Source &s) { return s.array.dtype == first; });
-  const DType keep = same ? first : f64 ? DType::f64 : DType::f32;
+  // A PNG written with --scale reads in its original units, which its integer type cannot hold.
+  const bool rescaled =
+      !ctx.read.raw && std::any_of(sources.begin(), sources.end(), [](const Source &s) { return s.range.has_value(); });
+  const DType keep = same && !rescaled ? first : f64 ? DType::f64 : DType::f32;
   return ctx.with_precision(f64, [&](auto zero) {
     using T = decltype(zero);
     const Stack<T> stack = ctx.stack<T>(std::move(sources));
