@@ -1127,6 +1127,37 @@ TEST_F(Cli, BatchGivesTheSingleCallsResultsAndShardsPartitionTheItems) {
   EXPECT_EQ(slurp(dir / "listed" / "y3.npy"), slurp(dir / "all" / "y3.npy"));
 }
 
+// Each item ran with --quiet and the summary had no clipped count: PNG outputs clipped silently,
+// where the single call warns.
+TEST_F(Cli, BatchReportsClippedValuesAsTheSingleCallDoes) {
+  const auto mask = synth_mask(12, 13, 2);
+  cli::write_npy(path("mask.npy"), raw_of(mask));
+  fs::create_directories(dir / "scenes");
+  auto scene = synth_scene(4, 12, 13);
+  cli::write_npy(path("scenes/bright.npy"), raw_of(scene));  // 4 bands summed: above 1 in places
+  for (std::int64_t i = 0; i < scene.size(); i++) scene.data()[i] *= 0.2f;
+  cli::write_npy(path("scenes/dim.npy"), raw_of(scene));  // at most 0.8: nothing clipped
+  const Result single = ok({"cassi", "forward", "scenes/bright.npy", "--mask", "mask.npy", "-o", "single.png"});
+  const std::string what = " values were outside the uint16 range and were clipped";
+  const std::size_t at = single.err.find("single.png: ");
+  ASSERT_NE(at, std::string::npos) << single.err;
+  const std::string count = single.err.substr(at + 12, single.err.find(what) - at - 12);
+  ASSERT_GT(std::stoll(count), 0) << single.err;
+  const Result r = ok({"batch", "cassi", "forward", "scenes", "--mask", "mask.npy", "-o", "out", "--ext", "png",
+                       "--json", "--workers", "1"});
+  for (const std::string part :
+       {"\"clipped\": " + count,
+        "\"clipped_items\": [{\"input\": \"scenes/bright.npy\", \"output\": \"out/bright.png\", "
+        "\"clipped\": " +
+            count + "}]"})
+    EXPECT_NE(r.out.find(part), std::string::npos) << r.out << " lacks " << part;
+  EXPECT_NE(r.err.find("hpipe: warning: out/bright.png: " + count + what), std::string::npos) << r.err;
+  EXPECT_EQ(slurp(dir / "out/bright.png"), slurp(dir / "single.png"));
+  const Result human = ok({"batch", "cassi", "forward", "scenes", "--mask", "mask.npy", "-o", "again", "--ext", "png"});
+  EXPECT_NE(human.out.find("2 done, 0 skipped, 0 failed"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("; " + count + " values clipped in 1 items"), std::string::npos) << human.out;
+}
+
 TEST_F(Cli, BatchFailsOnlyTheCorruptItemAndResumesOnlyMissingOnes) {
   write_measurements(*this, 4);
   spill(dir / "meas" / "bad.npy", std::string("\x93NUMPY\x01\x00", 8) + "truncated");

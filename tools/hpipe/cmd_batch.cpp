@@ -46,7 +46,8 @@ namespace {
 
 constexpr int kAttempts = 2;  // a failed item is retried once
 
-// Options that steer the batch itself, not the items' command (which get -q and --threads).
+// Options that steer the batch itself, not the items' command (which get --json, read for what
+// they clipped, and --threads).
 bool batch_only(const Option *o) {
   for (const Option &own : kBatchOptions)
     if (std::strcmp(o->name, own.name) == 0) return true;
@@ -236,17 +237,24 @@ class StopSignalsHeld {
 struct Child {
   std::size_t item;
   int slot;
+  FILE *report;  // the child's stdout (its --json summary)
   FILE *errors;  // the child's stderr
 };
 
-// Starts `argv` with stdout discarded and stderr into a temporary file.
+// A temporary file for a child's output (close-on-exec for the others; dup2 clears it for its own).
+FILE *child_output() {
+  FILE *f = std::tmpfile();
+  if (!f) throw Failure(std::string("cannot create a temporary file: ") + std::strerror(errno));
+  fcntl(fileno(f), F_SETFD, FD_CLOEXEC);
+  return f;
+}
+
+// Starts `argv` with stdout and stderr into temporary files.
 Child spawn(const std::vector<std::string> &argv, std::size_t item, int slot) {
-  FILE *errors = std::tmpfile();
-  if (!errors) throw Failure(std::string("cannot create a temporary file: ") + std::strerror(errno));
-  fcntl(fileno(errors), F_SETFD, FD_CLOEXEC);  // for this child only (dup2 clears it on its stderr)
+  FILE *report = child_output(), *errors = child_output();
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fileno(report), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, fileno(errors), STDERR_FILENO);
   std::vector<char *> args;
   for (const std::string &a : argv) args.push_back(const_cast<char *>(a.c_str()));
@@ -261,21 +269,38 @@ Child spawn(const std::vector<std::string> &argv, std::size_t item, int slot) {
   posix_spawnattr_destroy(&attributes);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
+    std::fclose(report);
     std::fclose(errors);
     throw Failure(argv[0] + ": cannot start: " + std::strerror(rc));
   }
   g_children[slot] = pid;
-  return {item, slot, errors};
+  return {item, slot, report, errors};
+}
+
+// What a child wrote to `f`; closes it.
+std::string text_of(FILE *f) {
+  std::string text;
+  std::rewind(f);
+  char buf[4096];
+  std::size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+// The values an item clipped: the sum of "clipped" over the outputs of its --json summary (which
+// hpipe writes itself: a quote in a string is escaped, so the key cannot appear inside one).
+std::int64_t clipped_in(const std::string &report) {
+  const std::string key = "\"clipped\": ";
+  std::int64_t clipped = 0;
+  for (std::size_t at = report.find(key); at != std::string::npos; at = report.find(key, at + 1))
+    clipped += std::strtoll(report.c_str() + at + key.size(), nullptr, 10);
+  return clipped;
 }
 
 // The child's error line without the "hpipe: error: " prefix.
 std::string error_of(FILE *errors, int status) {
-  std::string text;
-  std::rewind(errors);
-  char buf[4096];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, errors)) > 0) text.append(buf, n);
-  std::fclose(errors);
+  const std::string text = text_of(errors);
   std::string last;
   std::size_t start = 0;
   while (start < text.size()) {
@@ -296,8 +321,8 @@ std::string about(const Item &item, const std::string &error) {
 }
 
 struct Tally {
-  std::int64_t done = 0, skipped = 0;
-  std::vector<Json> failures;
+  std::int64_t done = 0, skipped = 0, clipped = 0;
+  std::vector<Json> failures, clipped_items;
 };
 
 Tally run_here(Context &ctx, const Plan &plan, const std::vector<std::size_t> &todo, int workers, int threads) {
@@ -320,7 +345,7 @@ Tally run_here(Context &ctx, const Plan &plan, const std::vector<std::size_t> &t
       std::vector<std::string> argv = {exe};
       argv.insert(argv.end(), plan.command.begin(), plan.command.begin() + 1);
       argv.insert(argv.end(), plan.passed.begin(), plan.passed.end());
-      argv.insert(argv.end(), {"--output=" + item.output, "--quiet", "--threads=" + std::to_string(threads), "--",
+      argv.insert(argv.end(), {"--output=" + item.output, "--json", "--threads=" + std::to_string(threads), "--",
                                plan.command[1], item.input});
       const int slot = free_slots.back();
       free_slots.pop_back();
@@ -341,9 +366,16 @@ Tally run_here(Context &ctx, const Plan &plan, const std::vector<std::size_t> &t
     g_children[child.slot] = 0;
     free_slots.push_back(child.slot);
     const Item &item = plan.items[child.item];
+    const std::string report = text_of(child.report);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-      std::fclose(child.errors);
+      const std::string warnings = text_of(child.errors);  // its clipping warning, as a single call gives
+      if (!ctx.quiet) std::fputs(warnings.c_str(), stderr);
       tally.done++;
+      if (const std::int64_t clipped = clipped_in(report)) {
+        tally.clipped += clipped;
+        tally.clipped_items.push_back(
+            Json().set("input", item.input).set("output", item.output).set("clipped", clipped));
+      }
       ctx.note("done " + item.input + " -> " + item.output);
     } else {
       const std::string error = error_of(child.errors, status);
@@ -437,6 +469,7 @@ int run_batch(Context &ctx) {
   const std::int64_t failed = static_cast<std::int64_t>(tally.failures.size());
   const double rate = seconds > 0 ? double(tally.done) / seconds : 0;
   ctx.summary.set("done", tally.done).set("skipped", skipped).set("failed", failed).set("failures", tally.failures);
+  ctx.summary.set("clipped", tally.clipped).set("clipped_items", tally.clipped_items);
   ctx.summary.set("workers", workers)
       .set("threads_per_worker", threads)
       .set("seconds", seconds)
@@ -447,7 +480,10 @@ int run_batch(Context &ctx) {
   ctx.say("batch " + plan.command[0] + " " + plan.command[1] + ", " + std::to_string(selected.size()) + " of " +
           std::to_string(plan.items.size()) + " items (shard " + std::to_string(shard.index) + "/" +
           std::to_string(shard.count) + "), " + std::to_string(workers) + " workers x " + std::to_string(threads) +
-          " threads: " + line);
+          " threads: " + line +
+          (tally.clipped ? "; " + std::to_string(tally.clipped) + " values clipped in " +
+                               std::to_string(tally.clipped_items.size()) + " items"
+                         : ""));
   return failed ? 1 : 0;
 }
 
