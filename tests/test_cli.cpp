@@ -946,6 +946,22 @@ TEST_F(Cli, NpyDuplicateKeysTakeTheLastValueAsNumPyDoes) {
   EXPECT_EQ(values_of<double>(a), std::vector<double>{0.25});
 }
 
+// synth wrote (and said it wrote) the scene, then failed on an existing mask: the scene stayed.
+TEST_F(Cli, SynthWritesNothingWhenAnyOutputIsRefused) {
+  spill(dir / "mask.npy", "");
+  fails({"synth", "--bands", "2", "--height", "4", "--width", "4", "-o", "fresh.npy", "--mask", "mask.npy"}, 2,
+        {"mask.npy: exists; use --force"});
+  const Result r =
+      run({"synth", "--bands", "2", "--height", "4", "--width", "4", "-o", "fresh.npy", "--mask", "mask.npy"});
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(fs::exists(dir / "fresh.npy"));
+  EXPECT_EQ(slurp(dir / "mask.npy"), "");
+  // Both written together otherwise.
+  ok({"synth", "--bands", "2", "--height", "4", "--width", "4", "-o", "fresh.npy", "--mask", "m2.npy"});
+  EXPECT_EQ(cli::read_npy(path("fresh.npy")).shape, (std::vector<std::int64_t>{2, 4, 4}));
+  EXPECT_EQ(cli::read_npy(path("m2.npy")).shape, (std::vector<std::int64_t>{4, 4}));
+}
+
 TEST_F(Cli, SynthRefusesAMaskOnItsOwnOutput) {
   fails({"synth", "-o", "s.npy", "--mask", "s.npy", "--bands", "2", "--height", "3", "--width", "4"}, 2,
         {"--mask s.npy: names the file s.npy that -o s.npy writes"});

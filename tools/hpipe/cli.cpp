@@ -358,8 +358,9 @@ template <class T>
 WriteReport Context::write_output(const std::string &target, const Shape &shape, const hpipe::AlignedVector<T> &data,
                                   DType default_type) {
   Progress progress(!quiet, "writing");
-  const WriteReport r = timed(
-      "write", [&] { return write_stack(target, shape, data, write, default_type, input_files_, std::ref(progress)); });
+  const WriteReport r = timed("write", [&] {
+    return write_stack(target, shape, data, write, default_type, input_files_, outputs(), std::ref(progress));
+  });
   bytes_written_ += r.bytes_written;
   Json o;
   o.set("path", target)
@@ -374,7 +375,7 @@ WriteReport Context::write_output(const std::string &target, const Shape &shape,
                      (r.files.size() == 1 ? r.files[0] : std::to_string(r.files.size()) + " files " + target) + ": " +
                      shape_string(shape) + " as " + name(r.type);
   if (r.range) line += ", [" + number(r.range->lo) + ", " + number(r.range->hi) + "] -> full range";
-  say(line);
+  written_.push_back(line);
   if (r.clipped)
     warn(target + ": " + std::to_string(r.clipped) + " values were outside the " + name(r.type) +
          " range and were clipped (try --scale auto)");
@@ -384,6 +385,16 @@ template WriteReport Context::write_output<float>(const std::string &, const Sha
                                                   const hpipe::AlignedVector<float> &, DType);
 template WriteReport Context::write_output<double>(const std::string &, const Shape &,
                                                    const hpipe::AlignedVector<double> &, DType);
+
+OutputSet &Context::outputs() {
+  if (!outputs_) outputs_ = std::make_unique<OutputSet>(write.force);
+  return *outputs_;
+}
+
+void Context::commit_outputs() {
+  if (outputs_) timed("write", [&] { outputs_->commit(); });
+  for (const std::string &line : written_) say(line);
+}
 
 void Context::add_time(const std::string &phase, double ms) {
   for (auto &t : times_)
@@ -458,6 +469,7 @@ int main(int argc, char **argv) {
     }
     if (ctx.has("--threads")) set_num_threads(static_cast<int>(ctx.integer("--threads", 0, 1, 1024)));
     const int status = command->run(ctx);
+    ctx.commit_outputs();
     const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (ctx.json) {
       std::printf("%s\n", ctx.finish_json(total).c_str());

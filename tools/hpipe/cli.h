@@ -13,12 +13,14 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "array.h"
 #include "errors.h"
+#include "file.h"
 #include "hpipe/device.h"
 #include "stack.h"
 
@@ -124,10 +126,14 @@ class Context {
   // -o OUT; UsageError when missing.
   std::string output_path() const;
   // Writes to `target` (see write_stack): progress "writing", the report in the summary, a
-  // warning for clipped values.
+  // warning for clipped values. The files appear when main commits the command's outputs.
   template <class T>
   WriteReport write_output(const std::string &target, const Shape &shape, const hpipe::AlignedVector<T> &data,
                            DType default_type);
+  // The command's outputs, all committed together once it has succeeded (none when it fails).
+  OutputSet &outputs();
+  // Renames every output into place, then says what was written.
+  void commit_outputs();
 
   // Runs `f` and adds its wall time to times_ms[phase].
   template <class F>
@@ -174,6 +180,8 @@ class Context {
   std::map<std::string, std::string> values_;
   std::vector<std::pair<const Option *, std::string>> given_;
   std::vector<std::string> input_files_;
+  std::unique_ptr<OutputSet> outputs_;
+  std::vector<std::string> written_;  // the "wrote ..." lines, said once committed
   std::vector<Json> inputs_json_, outputs_json_;
   std::vector<std::pair<std::string, double>> times_;
   std::int64_t bytes_read_ = 0, bytes_written_ = 0;

@@ -220,29 +220,44 @@ bool is_directory(const std::string &path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-OutputSet::OutputSet(std::vector<std::string> targets, const std::vector<std::string> &inputs, bool force)
-    : targets_(std::move(targets)) {
-  std::set<std::string> seen;
-  for (const std::string &t : targets_) {
+OutputSet::OutputSet(const std::vector<std::string> &targets, const std::vector<std::string> &inputs, bool force)
+    : force_(force) {
+  add(targets, inputs);
+}
+
+std::size_t OutputSet::add(const std::vector<std::string> &targets, const std::vector<std::string> &inputs) {
+  std::set<std::string> seen(targets_.begin(), targets_.end());
+  for (const std::string &t : targets) {
     if (!seen.insert(t).second) throw UsageError(t + ": the output names this file twice");
     for (const std::string &in : inputs)
       if (t == in || same_file(t, in)) throw UsageError(t + ": refusing to overwrite an input file");
     if (is_directory(t)) throw UsageError(t + ": is a directory; expected an output file name");
-    if (exists(t) && !force) throw UsageError(t + ": exists; use --force to overwrite it");
+    if (exists(t) && !force_) throw UsageError(t + ": exists; use --force to overwrite it");
   }
   std::set<std::string> folders;
-  for (const std::string &t : targets_) folders.insert(folder_of(t));
+  for (const std::string &t : targets) folders.insert(folder_of(t));
   for (const std::string &f : folders) {
     make_folders(f);
     remove_stale_temporaries(f);
   }
-  for (const std::string &t : targets_) temps_.push_back(temporary_name(t, getpid()));
+  // The signal handler reads the names: none arrives while they grow.
+  sigset_t stop, before;
+  sigemptyset(&stop);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
+  sigprocmask(SIG_BLOCK, &stop, &before);
+  const std::size_t first = targets_.size();
+  for (const std::string &t : targets) {
+    targets_.push_back(t);
+    temps_.push_back(temporary_name(t, getpid()));
+  }
   g_writing = this;
+  sigprocmask(SIG_SETMASK, &before, nullptr);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction old {};
     sigaction(sig, nullptr, &old);
     if (old.sa_handler != SIG_IGN) signal(sig, remove_and_reraise);
   }
+  return first;
 }
 
 OutputSet::~OutputSet() {

@@ -74,12 +74,15 @@ bool is_directory(const std::string &path);
 // in the target folders (their PID no longer runs) are removed first; other machines' are kept.
 class OutputSet {
  public:
-  // Checks `targets` up front: none may be an input (always refused), exist unless `force`, or
-  // repeat. Creates missing folders. Throws Failure/UsageError naming the file.
-  OutputSet(std::vector<std::string> targets, const std::vector<std::string> &inputs, bool force);
+  explicit OutputSet(bool force) : force_(force) {}
+  OutputSet(const std::vector<std::string> &targets, const std::vector<std::string> &inputs, bool force);
   ~OutputSet();
   OutputSet(const OutputSet &) = delete;
   OutputSet &operator=(const OutputSet &) = delete;
+  // Adds `targets`, checked first: none may be an input (always refused), exist unless `force`,
+  // or repeat (in the set). Creates missing folders. Throws Failure/UsageError naming the file.
+  // Returns the index of the first.
+  std::size_t add(const std::vector<std::string> &targets, const std::vector<std::string> &inputs);
   const std::vector<std::string> &targets() const { return targets_; }
   // The temporary path to write target i to.
   const std::string &temporary(std::size_t i) const { return temps_[i]; }
@@ -90,6 +93,7 @@ class OutputSet {
   static void remove_leftovers(const std::string &target);
 
  private:
+  bool force_;
   std::vector<std::string> targets_;
   std::vector<std::string> temps_;
   bool committed_ = false;

@@ -341,7 +341,7 @@ OutputPlan plan_output(const std::string &output, const Shape &shape) {
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
-                        const Tick &tick) {
+                        OutputSet &outputs, const Tick &tick) {
   const OutputPlan plan = plan_output(output, shape);
   const bool png = plan.format == Format::png, pattern = plan.pattern;
   const bool whole_file = !png && plan.format != Format::npy;
@@ -353,7 +353,7 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
     throw UsageError("--type " + std::string(name(report.type)) + ": PNG holds u8 or u16; write a .npy for floats");
   const std::vector<std::string> &targets = plan.files;
   const std::int64_t planes = whole_file ? 1 : static_cast<std::int64_t>(targets.size());
-  OutputSet outputs(targets, inputs, options.force);
+  const std::size_t first = outputs.add(targets, inputs);
 
   // The value range mapped onto the type's full range (integers) or onto [0, 1] (floats).
   const double top = report.type == DType::u8 ? 255.0 : report.type == DType::u16 ? 65535.0 : 1.0;
@@ -401,23 +401,22 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
       }
     }
     if (png) {
-      OutputFile file(outputs.destination(p));
+      OutputFile file(outputs.destination(first + std::size_t(p)));
       write_png(file, a, report.range);
     } else {
       if (!pattern) a.shape = shape;
       if (whole_file) {
         std::vector<Destination> files;
-        for (std::size_t t = 0; t < targets.size(); t++) files.push_back(outputs.destination(t));
+        for (std::size_t t = 0; t < targets.size(); t++) files.push_back(outputs.destination(first + t));
         write_other_format(plan.format, output, files, a, options.file);
       } else {
-        OutputFile file(outputs.destination(p));
+        OutputFile file(outputs.destination(first + std::size_t(p)));
         write_npy(file, options.file.layout == Layout::hwc && !pattern ? chw_to_hwc(a) : a);
       }
     }
     report.bytes_written += static_cast<std::int64_t>(a.bytes.size());
     if (tick) tick(p + 1, planes);
   }
-  outputs.commit();
   report.files = targets;
   return report;
 }
@@ -425,8 +424,10 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
 template Stack<float> to_stack<float>(std::vector<Source> &&, const ReadOptions &);
 template Stack<double> to_stack<double>(std::vector<Source> &&, const ReadOptions &);
 template WriteReport write_stack<float>(const std::string &, const Shape &, const hpipe::AlignedVector<float> &,
-                                        const WriteOptions &, DType, const std::vector<std::string> &, const Tick &);
+                                        const WriteOptions &, DType, const std::vector<std::string> &, OutputSet &,
+                                        const Tick &);
 template WriteReport write_stack<double>(const std::string &, const Shape &, const hpipe::AlignedVector<double> &,
-                                         const WriteOptions &, DType, const std::vector<std::string> &, const Tick &);
+                                         const WriteOptions &, DType, const std::vector<std::string> &, OutputSet &,
+                                         const Tick &);
 
 }  // namespace hpipe::cli

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "array.h"
+#include "file.h"
 #include "formats.h"
 #include "hpipe/view.h"
 #include "io_png.h"
@@ -113,11 +114,12 @@ struct OutputPlan {
 };
 OutputPlan plan_output(const std::string &output, const Shape &shape);
 
-// Writes `shape`/`data` to the files plan_output names. Every target is checked first (see OutputSet), written beside
-// itself and renamed at the end. `default_type` applies when options.type is unset.
+// Writes `shape`/`data` to the files plan_output names, as part of `outputs`: every target is
+// checked first (OutputSet::add; `inputs` are never replaced) and written beside itself, to be
+// renamed into place by outputs.commit(). `default_type` applies when options.type is unset.
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,
-                        const Tick &tick);
+                        OutputSet &outputs, const Tick &tick);
 
 }  // namespace hpipe::cli
