@@ -1014,6 +1014,40 @@ TEST_F(Cli, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   EXPECT_TRUE(fs::exists(dir / "out/b.npy"));
 }
 
+// A signal while recon writes -o left the --preview pictures' temporary files behind: the signal
+// handler knew only the newest output set.
+TEST_F(Cli, InterruptedReconRemovesEveryTemporaryFile) {
+  ok({"synth", "-o", "scene.npy", "--mask", "mask.npy", "--bands", "28", "--height", "256", "--width", "256"});
+  ok({"cassi", "forward", "scene.npy", "--mask", "mask.npy", "-o", "y.npy"});
+  auto temporaries = [&] {
+    std::vector<std::string> found;
+    for (const fs::path &p : files())
+      if (p.filename().string().find(".hpipe-") != std::string::npos) found.push_back(p.string());
+    return found;
+  };
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(127);
+    execl(HPIPE_CLI, HPIPE_CLI, "recon", "gap-tv", "y.npy", "--mask", "mask.npy", "--iters", "1", "--preview", "p",
+          "-o", "r/band_%02d.png", "--scale", "auto", "-q", static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  // Once the bands are being written (the pictures are written before them), stop it.
+  bool writing = false;
+  for (int i = 0; i < 60000 && !writing; i++) {
+    for (const std::string &t : temporaries()) writing = writing || t.find("/r/") != std::string::npos;
+    if (!writing) usleep(500);
+  }
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(writing) << "the bands were never being written";
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << "finished before the signal";
+  EXPECT_EQ(temporaries(), std::vector<std::string>{});
+  EXPECT_FALSE(fs::exists(dir / "p/result.png"));
+}
+
 // ---- usage ----
 
 TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {

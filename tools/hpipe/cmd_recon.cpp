@@ -102,7 +102,6 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
   // --preview DIR: colour pictures of (the first item of) the result, and with --truth of the
   // truth and the pseudo-inverse and the three side by side with their PSNR/SSIM; all at gain 1
   // so that they compare. Written beside the result and committed with it.
-  std::optional<OutputSet> pictures;
   if (const auto dir = ctx.value("--preview")) {
     const std::vector<double> nm = band_wavelengths(ctx.value("--wavelengths"), truth_nm, c, in_name);
     const Shape3 bands{c, cube[2], cube[3]};
@@ -121,15 +120,14 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
     }
     std::vector<std::string> targets;
     for (const auto &f : files) targets.push_back(*dir + "/" + f.first);
-    pictures.emplace(targets, ctx.input_files(), ctx.write.force);
-    for (std::size_t i = 0; i < files.size(); i++) write_picture(pictures->destination(i), files[i].second);
+    const std::size_t first = ctx.outputs().add(targets, ctx.input_files());  // committed with the result
+    for (std::size_t i = 0; i < files.size(); i++) {
+      write_picture(ctx.outputs().destination(first + i), files[i].second);
+      ctx.note("wrote " + targets[i]);
+    }
     ctx.summary.set("previews", targets);
   }
   ctx.write_output(out, x_shape, x, sizeof(T) == 8 ? DType::f64 : DType::f32);
-  if (pictures) {
-    pictures->commit();
-    for (const std::string &t : pictures->targets()) ctx.note("wrote " + t);
-  }
   return 0;
 }
 

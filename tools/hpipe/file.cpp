@@ -26,16 +26,20 @@ std::string folder_of(const std::string &path) {
   return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// The outputs being written, for the signal handler: an interrupted command removes its
-// temporary files too. Set only while their names are fixed.
-const OutputSet *g_writing = nullptr;
+// Stops SIGINT, SIGTERM and SIGHUP for its lifetime: the signal handler walks the output sets.
+class StopSignalsHeld {
+ public:
+  StopSignalsHeld() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
+    sigprocmask(SIG_BLOCK, &stop, &before_);
+  }
+  ~StopSignalsHeld() { sigprocmask(SIG_SETMASK, &before_, nullptr); }
 
-void remove_and_reraise(int sig) {
-  if (g_writing)
-    for (std::size_t i = 0; i < g_writing->targets().size(); i++) unlink(g_writing->temporary(i).c_str());
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
+ private:
+  sigset_t before_;
+};
 
 // mkdir -p
 void make_folders(const std::string &dir) {
@@ -240,18 +244,19 @@ std::size_t OutputSet::add(const std::vector<std::string> &targets, const std::v
     make_folders(f);
     remove_stale_temporaries(f);
   }
-  // The signal handler reads the names: none arrives while they grow.
-  sigset_t stop, before;
-  sigemptyset(&stop);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
-  sigprocmask(SIG_BLOCK, &stop, &before);
   const std::size_t first = targets_.size();
-  for (const std::string &t : targets) {
-    targets_.push_back(t);
-    temps_.push_back(temporary_name(t, getpid()));
+  {
+    const StopSignalsHeld held;  // the signal handler reads the names: none arrives while they grow
+    for (const std::string &t : targets) {
+      targets_.push_back(t);
+      temps_.push_back(temporary_name(t, getpid()));
+    }
+    if (!listed_) {
+      next_ = writing_;
+      writing_ = this;
+      listed_ = true;
+    }
   }
-  g_writing = this;
-  sigprocmask(SIG_SETMASK, &before, nullptr);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
     struct sigaction old {};
     sigaction(sig, nullptr, &old);
@@ -261,9 +266,26 @@ std::size_t OutputSet::add(const std::vector<std::string> &targets, const std::v
 }
 
 OutputSet::~OutputSet() {
-  g_writing = nullptr;
+  {
+    const StopSignalsHeld held;
+    for (OutputSet **s = &writing_; *s; s = &(*s)->next_)
+      if (*s == this) {
+        *s = next_;
+        break;
+      }
+  }
   if (!committed_)
     for (const std::string &t : temps_) std::remove(t.c_str());
+}
+
+OutputSet *OutputSet::writing_ = nullptr;
+
+void OutputSet::remove_and_reraise(int sig) {
+  for (const OutputSet *s = writing_; s; s = s->next_)
+    if (!s->committed_)
+      for (const std::string &t : s->temps_) unlink(t.c_str());
+  signal(sig, SIG_DFL);
+  raise(sig);
 }
 
 void OutputSet::remove_leftovers(const std::string &target) {

@@ -93,10 +93,17 @@ class OutputSet {
   static void remove_leftovers(const std::string &target);
 
  private:
+  // Every set with temporary files, for the signal handler: an interrupted command removes them
+  // all (a command may hold several sets at once).
+  static OutputSet *writing_;
+  static void remove_and_reraise(int sig);
+
   bool force_;
   std::vector<std::string> targets_;
   std::vector<std::string> temps_;
   bool committed_ = false;
+  bool listed_ = false;  // in writing_
+  OutputSet *next_ = nullptr;
 };
 
 }  // namespace hpipe::cli
