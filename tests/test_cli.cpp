@@ -1208,6 +1208,29 @@ TEST_F(Cli, BatchReportsClippedValuesAsTheSingleCallDoes) {
   EXPECT_NE(human.out.find("; " + count + " values clipped in 1 items"), std::string::npos) << human.out;
 }
 
+// A bad -o (or --preview) failed only after the whole computation: here hours of iterations.
+TEST_F(Cli, OutputsAreCheckedBeforeAnyComputation) {
+  write_measurements(*this, 1);
+  spill(dir / "exists.npy", "");
+  const std::vector<std::string> endless = {"recon",   "gap-tv",     "meas/y0.npy", "--mask",   "mask.npy", "--iters",
+                                            "1048576", "--tv-iters", "1000",        "--device", "cpu"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"-o", "exists.npy"}, "exists.npy: exists; use --force"},
+      {{"-o", "x.gif"}, "-o x.gif: expected a .png, .npy, .mat, .h5, .tif or .hdr"},
+      {{"-o", "meas/y0.npy", "--force"}, "meas/y0.npy: refusing to overwrite an input file"},
+      {{"-o", "./mask.npy", "--force"}, "./mask.npy: refusing to overwrite an input file"},
+      {{"-o", "b_%s.png"}, "output pattern 'b_%s.png': expected exactly one integer conversion"},
+      {{"-o", "b_%d.mat"}, "b_%d.mat: a MAT file holds the whole result"},
+      {{"-o", "x.npy", "--preview", "p"}, "has 4 bands and no wavelengths"},
+      {{"-o", "x.npy", "--preview", "p", "--wavelengths", "450,500"}, "--wavelengths"}};
+  for (const auto &[extra, what] : cases) {
+    SCOPED_TRACE(what);
+    std::vector<std::string> args = endless;
+    args.insert(args.end(), extra.begin(), extra.end());
+    fails(args, 2, {what}, "timeout 30");
+  }
+}
+
 TEST_F(Cli, BatchFailsOnlyTheCorruptItemAndResumesOnlyMissingOnes) {
   write_measurements(*this, 4);
   spill(dir / "meas" / "bad.npy", std::string("\x93NUMPY\x01\x00", 8) + "truncated");

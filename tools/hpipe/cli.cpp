@@ -354,6 +354,14 @@ std::string Context::output_path() const {
   return output;
 }
 
+std::string Context::checked_output_path() const {
+  const std::string out = output_path();
+  std::vector<std::string> inputs = input_files_;
+  inputs.insert(inputs.end(), positional.begin(), positional.end());
+  check_output_name(out, inputs, write.force);
+  return out;
+}
+
 template <class T>
 WriteReport Context::write_output(const std::string &target, const Shape &shape, const hpipe::AlignedVector<T> &data,
                                   DType default_type) {

@@ -125,6 +125,9 @@ class Context {
   }
   // -o OUT; UsageError when missing.
   std::string output_path() const;
+  // -o OUT of a command that writes it, checked before any work (check_output_name) against the
+  // inputs read so far and the positional arguments (the inputs of commands that read later).
+  std::string checked_output_path() const;
   // Writes to `target` (see write_stack): progress "writing", the report in the summary, a
   // warning for clipped values. The files appear when main commits the command's outputs.
   template <class T>

@@ -19,6 +19,7 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
   ctx.summary.set("mode", mode).set("step", r.d.step).set("axis", r.along_x() ? "x" : "y");
 
   if (mode == "phi") {
+    const std::string out = ctx.checked_output_path();
     const std::int64_t c = r.bands.value_or(m.per_band() ? m.stack.shape[0] : 0);
     if (c < 1) throw UsageError("hpipe cassi phi: give --bands C (or a per-band mask)");
     const Shape3 meas = cassi_measurement_shape({1, c, m.height(), m.width()}, r.d);
@@ -27,12 +28,12 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
     hpipe::AlignedVector<T> phi = ctx.allocate<T>({meas[1], meas[2]}, "phi");
     ctx.timed("compute", [&] { cassi_phi(mask, c, r.d, View<T, 2>(phi.data(), {meas[1], meas[2]}), ctx.options); });
     ctx.summary.set("bands", c);
-    ctx.write_output(ctx.output_path(), {meas[1], meas[2]}, phi, sizeof(T) == 8 ? DType::f64 : DType::f32);
+    ctx.write_output(out, {meas[1], meas[2]}, phi, sizeof(T) == 8 ? DType::f64 : DType::f32);
     return 0;
   }
 
   const DType compute_type = sizeof(T) == 8 ? DType::f64 : DType::f32;
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   Stack<T> in = ctx.stack<T>(std::move(inputs));
   const std::string in_name = in.files.size() == 1 ? in.files[0] : ctx.positional[1];
   const Shape &s = in.shape;

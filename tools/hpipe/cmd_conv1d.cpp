@@ -19,7 +19,7 @@ ConvMode parse_mode(const std::string &text) {
 template <class T>
 int run(Context &ctx, std::vector<Source> &&inputs, Numbers &taps_source, int from_end, const std::string &axis,
         ConvMode mode) {
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   const Stack<T> in = ctx.stack<T>(std::move(inputs));
   const Stack<T> taps = taps_source.values<T>(ctx);
   const std::string in_name = in.files.size() == 1 ? in.files[0] : ctx.positional[0];

@@ -7,7 +7,7 @@ namespace hpipe::cli {
 
 int run_convert(Context &ctx) {
   if (ctx.positional.empty()) throw UsageError("hpipe convert: expected an input STACK (see hpipe convert --help)");
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   std::vector<Source> sources = ctx.read_inputs(ctx.positional, "input");
   const bool f64 = any_float64(sources);
   const DType first = sources[0].array.dtype;

@@ -17,7 +17,7 @@ namespace {
 
 template <class T>
 int run(Context &ctx, std::vector<Source> &&inputs, Numbers &spectrum_source) {
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   const Stack<T> in = ctx.stack<T>(std::move(inputs));
   const Stack<T> spectrum = spectrum_source.values<T>(ctx);
   const std::string in_name = in.files.size() == 1 ? in.files[0] : ctx.positional[0];

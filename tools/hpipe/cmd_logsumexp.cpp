@@ -27,7 +27,7 @@ void reduce(Context &ctx, const Stack<T> &in, int axis, hpipe::AlignedVector<T> 
 
 template <class T>
 int run(Context &ctx, const std::string &axis_name, int from_end, std::vector<Source> &&inputs) {
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   const Stack<T> in = ctx.stack<T>(std::move(inputs));
   const std::string in_name = in.files.size() == 1 ? in.files[0] : ctx.positional[0];
   const Shape &s = in.shape;

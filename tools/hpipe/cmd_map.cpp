@@ -11,7 +11,7 @@ namespace {
 
 template <class T>
 int run(Context &ctx, const std::string &function, std::vector<Source> &&inputs) {
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   const Stack<T> in = ctx.stack<T>(std::move(inputs));
   hpipe::AlignedVector<T> result = ctx.allocate<T>(in.shape, "the result");
   const std::int64_t n = static_cast<std::int64_t>(in.data.size());

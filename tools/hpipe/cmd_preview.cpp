@@ -7,7 +7,7 @@ namespace hpipe::cli {
 
 int run_preview(Context &ctx) {
   if (ctx.positional.empty()) throw UsageError("hpipe preview: expected a CUBE (see hpipe preview --help)");
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   if (lower_case(out).size() < 4 || lower_case(out).substr(out.size() - 4) != ".png")
     throw UsageError("-o " + out + ": hpipe preview writes a .png");
   const std::optional<double> gain = parse_gain(ctx.value("--gain").value_or("1"));

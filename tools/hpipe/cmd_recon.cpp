@@ -49,7 +49,7 @@ std::vector<Json> report_quality(Context &ctx, const char *label, const hpipe::A
 template <class T>
 int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams &params, std::vector<Source> &&inputs,
         std::vector<Source> &&mask_sources, std::vector<Source> &&truth_sources, const std::vector<double> &truth_nm) {
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   MaskData<T> m = read_mask<T>(ctx, r, std::move(mask_sources));
   Stack<T> in = ctx.stack<T>(std::move(inputs));
   const std::string in_name = in.files.size() == 1 ? in.files[0] : ctx.positional[1];
@@ -71,6 +71,18 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
     if (truth->shape != x_shape)
       throw Failure(*ctx.value("--truth") + ": the truth has shape " + shape_string(truth->shape) +
                     ", the reconstruction " + shape_string(x_shape));
+  }
+
+  // --preview's wavelengths and files, checked before the work.
+  const auto preview_dir = ctx.value("--preview");
+  std::vector<double> nm;
+  std::vector<std::string> picture_names = {"result.png"};
+  if (truth) picture_names.insert(picture_names.end(), {"truth.png", "pinv.png", "comparison.png"});
+  std::vector<std::string> targets;
+  if (preview_dir) {
+    nm = band_wavelengths(ctx.value("--wavelengths"), truth_nm, c, in_name);
+    for (const std::string &name : picture_names) targets.push_back(*preview_dir + "/" + name);
+    OutputSet::check(targets, ctx.input_files(), ctx.write.force);
   }
 
   hpipe::AlignedVector<T> x = ctx.allocate<T>(x_shape, "the cube");
@@ -102,27 +114,24 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
   // --preview DIR: colour pictures of (the first item of) the result, and with --truth of the
   // truth and the pseudo-inverse and the three side by side with their PSNR/SSIM; all at gain 1
   // so that they compare. Written beside the result and committed with it.
-  if (const auto dir = ctx.value("--preview")) {
-    const std::vector<double> nm = band_wavelengths(ctx.value("--wavelengths"), truth_nm, c, in_name);
+  if (preview_dir) {
     const Shape3 bands{c, cube[2], cube[3]};
     auto colour = [&](const T *data) { return render_colour(data, c, cube[2], cube[3], nm, 1.0); };
     auto quality = [&](const T *data) {
       const BandQuality q = band_quality(View<const T, 3>(data, bands), View<const T, 3>(truth->data.data(), bands));
       return fixed("%.2f DB", q.mean_psnr) + fixed(" SSIM %.3f", q.mean_ssim);
     };
-    std::vector<std::pair<std::string, Picture>> files = {{"result.png", colour(x.data())}};
+    std::vector<Picture> pictures = {colour(x.data())};  // in the order of picture_names
     if (truth) {
-      files.emplace_back("truth.png", colour(truth->data.data()));
-      files.emplace_back("pinv.png", colour(pinv.data()));
-      files.emplace_back("comparison.png", side_by_side({{files[1].second, {"SCENE"}},
-                                                         {files[2].second, {"PSEUDO-INVERSE", quality(pinv.data())}},
-                                                         {files[0].second, {ctx.positional[0], quality(x.data())}}}));
+      pictures.push_back(colour(truth->data.data()));
+      pictures.push_back(colour(pinv.data()));
+      pictures.push_back(side_by_side({{pictures[1], {"SCENE"}},
+                                       {pictures[2], {"PSEUDO-INVERSE", quality(pinv.data())}},
+                                       {pictures[0], {ctx.positional[0], quality(x.data())}}}));
     }
-    std::vector<std::string> targets;
-    for (const auto &f : files) targets.push_back(*dir + "/" + f.first);
     const std::size_t first = ctx.outputs().add(targets, ctx.input_files());  // committed with the result
-    for (std::size_t i = 0; i < files.size(); i++) {
-      write_picture(ctx.outputs().destination(first + i), files[i].second);
+    for (std::size_t i = 0; i < pictures.size(); i++) {
+      write_picture(ctx.outputs().destination(first + i), pictures[i]);
       ctx.note("wrote " + targets[i]);
     }
     ctx.summary.set("previews", targets);

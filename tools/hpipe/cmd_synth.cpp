@@ -7,7 +7,7 @@ namespace hpipe::cli {
 
 int run_synth(Context &ctx) {
   if (!ctx.positional.empty()) throw UsageError("hpipe synth: takes no input files (see hpipe synth --help)");
-  const std::string out = ctx.output_path();
+  const std::string out = ctx.checked_output_path();
   const std::int64_t bands = ctx.integer("--bands", 28, 1, 1 << 20);
   const std::int64_t height = ctx.integer("--height", 256, 1, 1 << 20);
   const std::int64_t width = ctx.integer("--width", 256, 1, 1 << 20);

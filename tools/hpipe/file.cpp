@@ -229,15 +229,22 @@ OutputSet::OutputSet(const std::vector<std::string> &targets, const std::vector<
   add(targets, inputs);
 }
 
-std::size_t OutputSet::add(const std::vector<std::string> &targets, const std::vector<std::string> &inputs) {
-  std::set<std::string> seen(targets_.begin(), targets_.end());
+void OutputSet::check(const std::vector<std::string> &targets, const std::vector<std::string> &inputs, bool force) {
+  std::set<std::string> seen;
   for (const std::string &t : targets) {
     if (!seen.insert(t).second) throw UsageError(t + ": the output names this file twice");
     for (const std::string &in : inputs)
       if (t == in || same_file(t, in)) throw UsageError(t + ": refusing to overwrite an input file");
     if (is_directory(t)) throw UsageError(t + ": is a directory; expected an output file name");
-    if (exists(t) && !force_) throw UsageError(t + ": exists; use --force to overwrite it");
+    if (exists(t) && !force) throw UsageError(t + ": exists; use --force to overwrite it");
   }
+}
+
+std::size_t OutputSet::add(const std::vector<std::string> &targets, const std::vector<std::string> &inputs) {
+  for (const std::string &t : targets)
+    if (std::find(targets_.begin(), targets_.end(), t) != targets_.end())
+      throw UsageError(t + ": the output names this file twice");
+  check(targets, inputs, force_);
   std::set<std::string> folders;
   for (const std::string &t : targets) folders.insert(folder_of(t));
   for (const std::string &f : folders) {

@@ -83,6 +83,8 @@ class OutputSet {
   // or repeat (in the set). Creates missing folders. Throws Failure/UsageError naming the file.
   // Returns the index of the first.
   std::size_t add(const std::vector<std::string> &targets, const std::vector<std::string> &inputs);
+  // The checks of add() on `targets` alone, changing nothing.
+  static void check(const std::vector<std::string> &targets, const std::vector<std::string> &inputs, bool force);
   const std::vector<std::string> &targets() const { return targets_; }
   // The temporary path to write target i to.
   const std::string &temporary(std::size_t i) const { return temps_[i]; }

@@ -338,6 +338,16 @@ OutputPlan plan_output(const std::string &output, const Shape &shape) {
   return plan;
 }
 
+void check_output_name(const std::string &output, const std::vector<std::string> &inputs, bool force) {
+  const Format format = output_format(output);
+  if (check_pattern(output) == std::string::npos)
+    OutputSet::check(format == Format::png || format == Format::npy ? std::vector<std::string>{output}
+                                                                    : output_files(format, output),
+                     inputs, force);
+  else if (format != Format::png && format != Format::npy)
+    throw UsageError(output + ": a " + name(format) + " file holds the whole result; give a name without a % pattern");
+}
+
 template <class T>
 WriteReport write_stack(const std::string &output, const Shape &shape, const hpipe::AlignedVector<T> &data,
                         const WriteOptions &options, DType default_type, const std::vector<std::string> &inputs,

@@ -113,6 +113,9 @@ struct OutputPlan {
   std::vector<std::string> files;  // one per plane, or those of the whole-file format
 };
 OutputPlan plan_output(const std::string &output, const Shape &shape);
+// What plan_output and OutputSet check of `output` before the result's shape is known: its format
+// and % pattern, and for a single file (or ENVI's two) OutputSet::check. A UsageError otherwise.
+void check_output_name(const std::string &output, const std::vector<std::string> &inputs, bool force);
 
 // Writes `shape`/`data` to the files plan_output names, as part of `outputs`: every target is
 // checked first (OutputSet::add; `inputs` are never replaced) and written beside itself, to be
