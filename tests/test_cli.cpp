@@ -1050,6 +1050,21 @@ TEST_F(Cli, InterruptedReconRemovesEveryTemporaryFile) {
 
 // ---- usage ----
 
+// `hpipe info --json > /dev/full` and `hpipe --help > /dev/full` exited 0: the output was lost.
+TEST_F(Cli, FailedWritesToStandardOutputAreErrors) {
+  cli::write_npy(path("a.npy"), raw({1, 2}, std::vector<float>{1, 2}, DType::f32));
+  for (const std::string args : {"info a.npy --json", "info a.npy", "--help", "convert --help"}) {
+    SCOPED_TRACE(args);
+    const std::string cmd = "cd '" + dir.string() + "' && '" HPIPE_CLI "' " + args + " > /dev/full 2> err.txt";
+    const int status = std::system(cmd.c_str());
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+    // The reason when the last flush failed; an earlier one (a longer output) left only the stream's error flag.
+    const std::string err = slurp(dir / "err.txt");
+    EXPECT_EQ(err.rfind("hpipe: error: cannot write to standard output", 0), 0u) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+}
+
 TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {
   fails({"frobnicate"}, 2, {"unknown command 'frobnicate'"});
   fails({"info", "--colour"}, 2, {"unknown option --colour", "hpipe info --help"});

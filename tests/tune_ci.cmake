@@ -46,6 +46,12 @@ function(count_lines file match result)  # lines of `file` containing every stri
 endfunction()
 
 if (STEP STREQUAL "defaults")
+  # Output that cannot be written is an error (it exited 0).
+  execute_process(COMMAND "${TUNE}" list RESULT_VARIABLE rc OUTPUT_FILE /dev/full ERROR_VARIABLE e)
+  if (NOT rc EQUAL 1)
+    message(FATAL_ERROR "hpipe-tune list > /dev/full: exit ${rc}, expected 1\n${e}")
+  endif ()
+  expect_in("${e}" "hpipe-tune: error: cannot write to standard output")
   # The shipped default knobs are the C++ defaults, and configure-time checks reject bad files.
   run(0 "${TUNE}" defaults --check "${SOURCE}/cmake/default_knobs.json")
   run(0 "${CMAKE_COMMAND}" -D FILE=${SOURCE}/cmake/default_knobs.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json

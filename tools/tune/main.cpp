@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "tools/flush_stdout.h"
 #include "tools/tune/bundle.h"
 #include "tools/tune/tuner.h"
 
@@ -224,10 +225,11 @@ int run(int argc, char **argv) {
 }  // namespace hpipe::tune
 
 int main(int argc, char **argv) {
+  int status = 2;
   try {
-    return hpipe::tune::run(argc, argv);
+    status = hpipe::tune::run(argc, argv);
   } catch (const std::exception &e) {
     std::cerr << "hpipe-tune: " << e.what() << "\n";
-    return 2;
   }
+  return hpipe::tools::flush_stdout("hpipe-tune", status);
 }
