@@ -1048,6 +1048,23 @@ TEST_F(Cli, InterruptedReconRemovesEveryTemporaryFile) {
   EXPECT_FALSE(fs::exists(dir / "p/result.png"));
 }
 
+// File names are bytes: `info --json` of lat\xe9.npy (Latin-1) copied the byte into the JSON,
+// which then was not UTF-8 and no JSON parser read it.
+TEST_F(Cli, JsonOfNamesThatAreNotUtf8IsValid) {
+  const std::vector<std::pair<std::string, std::string>> names = {
+      {"lat\xe9.npy", "lat\\udce9.npy"},                         // Latin-1
+      {"caf\xc3\xa9.npy", "caf\xc3\xa9.npy"},                    // UTF-8: as it is
+      {"cut\xe2\x82.npy", "cut\\udce2\\udc82.npy"},              // a sequence cut short
+      {"over\xc0\xaf.npy", "over\\udcc0\\udcaf.npy"},            // an overlong '/'
+      {"sur\xed\xa0\x80.npy", "sur\\udced\\udca0\\udc80.npy"}};  // an encoded surrogate
+  for (const auto &[name, quoted] : names) {
+    SCOPED_TRACE(quoted);
+    cli::write_npy(path(name), raw({1, 2}, std::vector<float>{1, 2}, DType::f32));
+    const Result r = ok({"info", name, "--json"});
+    EXPECT_NE(r.out.find("\"path\": \"" + quoted + "\""), std::string::npos) << r.out;
+  }
+}
+
 // ---- usage ----
 
 // `hpipe info --json > /dev/full` and `hpipe --help > /dev/full` exited 0: the output was lost.
