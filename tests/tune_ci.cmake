@@ -52,6 +52,22 @@ if (STEP STREQUAL "defaults")
     message(FATAL_ERROR "hpipe-tune list > /dev/full: exit ${rc}, expected 1\n${e}")
   endif ()
   expect_in("${e}" "hpipe-tune: error: cannot write to standard output")
+  # Bad option values name the option, what it takes and what was given (--budget abc said only
+  # "stod"; -1m, 0, -j 0 and --max-variants 0 were taken).
+  foreach (case "--budget;abc;a duration > 0" "--budget;-1m;a duration > 0" "--budget;0;a duration > 0"
+                "--budget;10x;a duration > 0" "--min-time;-1;a number of seconds > 0"
+                "--max-variants;0;an integer from 1 to" "--max-variants;2.5;an integer from 1 to"
+                "-j;0;an integer from 1 to" "-j;many;an integer from 1 to")
+    list(GET case 0 option)
+    list(GET case 1 value)
+    list(GET case 2 expected)
+    run(2 "${TUNE}" list ${option} ${value})
+    expect_in("${err}" "hpipe-tune: ${option}: expected ${expected}")
+    expect_in("${err}" "got '${value}'")
+  endforeach ()
+  # A file that cannot be written is an error, not "wrote" (exit 0).
+  run(1 "${TUNE}" defaults --out "${WORK}/no/such/dir/knobs.json")
+  expect_in("${err}" "hpipe-tune: error: --out ${WORK}/no/such/dir/knobs.json: cannot write: No such file")
   # The shipped default knobs are the C++ defaults, and configure-time checks reject bad files.
   run(0 "${TUNE}" defaults --check "${SOURCE}/cmake/default_knobs.json")
   run(0 "${CMAKE_COMMAND}" -D FILE=${SOURCE}/cmake/default_knobs.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json
@@ -134,6 +150,8 @@ elseif (STEP STREQUAL "tune")
 
   # Export; the configure step accepts the file and the generator builds with its knobs.
   run(0 "${TUNE}" export --db "${db}" --out "${WORK}/tuned.json")
+  run(1 "${TUNE}" export --db "${db}" --out "${WORK}/no/such/dir/tuned.json")  # was "wrote", exit 0
+  expect_in("${err}" "hpipe-tune: error: --out ${WORK}/no/such/dir/tuned.json: cannot write: No such file")
   file(READ "${WORK}/tuned.json" tuned)
   string(FIND "${tuned}" "\"rows_per_task\": 32, \"sum_per_vector\": 0" mixed)
   if (NOT mixed EQUAL -1)

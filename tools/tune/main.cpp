@@ -1,8 +1,14 @@
 // hpipe-tune: tunes the knobs of hpipe's schedules for this machine (CPU, in-process) or for a GPU
 // host (CUDA, through a measurement bundle), and exports the winners for the AOT build.
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "tools/flush_stdout.h"
@@ -52,14 +58,51 @@ std::vector<std::string> split(const std::string &s) {
   return out;
 }
 
-double seconds(const std::string &s) {
-  std::size_t used = 0;
-  const double v = std::stod(s, &used);
-  const std::string unit = s.substr(used);
-  if (unit.empty() || unit == "s") return v;
-  if (unit == "m") return v * 60;
-  if (unit == "h") return v * 3600;
-  throw std::invalid_argument("--budget needs a number with s, m or h, got '" + s + "'");
+// A finite number > 0 at the start of `text`, and the rest; nullopt when there is none.
+std::optional<std::pair<double, std::string>> positive_number(const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || errno != 0 || !std::isfinite(v) || !(v > 0) || std::isspace(*text.c_str()))
+    return std::nullopt;
+  return std::make_pair(v, std::string(end));
+}
+
+// --budget: seconds, minutes or hours (90s, 10m, 1.5h; a bare number is seconds), more than 0.
+double duration(const std::string &option, const std::string &text) {
+  const auto n = positive_number(text);
+  const std::string unit = n ? n->second : "";
+  if (n && (unit.empty() || unit == "s" || unit == "m" || unit == "h"))
+    return n->first * (unit == "m" ? 60 : unit == "h" ? 3600 : 1);
+  throw std::invalid_argument(option + ": expected a duration > 0 such as 90s, 10m or 1h, got '" + text + "'");
+}
+
+// --min-time: seconds, more than 0.
+double positive_seconds(const std::string &option, const std::string &text) {
+  const auto n = positive_number(text);
+  if (!n || !n->second.empty())
+    throw std::invalid_argument(option + ": expected a number of seconds > 0, got '" + text + "'");
+  return n->first;
+}
+
+// --max-variants, -j: an integer from 1 to `most`.
+int count(const std::string &option, const std::string &text, int most) {
+  char *end = nullptr;
+  errno = 0;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || n < 1 || n > most || std::isspace(*text.c_str()))
+    throw std::invalid_argument(option + ": expected an integer from 1 to " + std::to_string(most) + ", got '" + text +
+                                "'");
+  return static_cast<int>(n);
+}
+
+// Writes `text` to `path` (--out), checked: a folder that does not exist or a full disk is an
+// error, not "wrote".
+void write_file(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::binary);
+  if (out) out << text;
+  if (out) out.close();
+  if (!out) throw std::runtime_error("--out " + path + ": cannot write: " + std::strerror(errno));
 }
 
 // The best verified knobs per op of one context, from the latest record of each variant, at the
@@ -99,7 +142,7 @@ int export_knobs(const std::vector<Record> &records, const std::string &out_path
   std::string comment = "Tuned by hpipe-tune: cpu on " + host.machine + " (" + host.target + ", " +
                         std::to_string(host.threads) + " threads)";
   if (cuda) comment += "; cuda on " + cuda->machine + " (" + cuda->target + ")";
-  std::ofstream(out_path) << knobs_json(kernels, comment);
+  write_file(out_path, knobs_json(kernels, comment));
   std::cerr << "hpipe-tune: wrote " << out_path << " (" << kernels.size() << " kernels)\n";
   return 0;
 }
@@ -122,7 +165,7 @@ int defaults(const std::string &out_path, const std::string &check_path) {
   if (out_path.empty()) {
     std::cout << text;
   } else {
-    std::ofstream(out_path) << text;
+    write_file(out_path, text);
   }
   return 0;
 }
@@ -164,15 +207,15 @@ int run(int argc, char **argv) {
     else if (a == "--ops")
       o.ops = b.ops = split(value());
     else if (a == "--budget")
-      o.budget_s = seconds(value());
+      o.budget_s = duration(a, value());
     else if (a == "--max-variants")
-      o.max_variants = b.max_variants = std::stoi(value());
+      o.max_variants = b.max_variants = count(a, value(), 1 << 20);
     else if (a == "--strategy")
       o.strategy = value();
     else if (a == "-j")
-      o.jobs = b.jobs = std::max(1, std::stoi(value()));
+      o.jobs = b.jobs = count(a, value(), 1024);
     else if (a.rfind("-j", 0) == 0 && a.size() > 2)
-      o.jobs = b.jobs = std::max(1, std::stoi(a.substr(2)));
+      o.jobs = b.jobs = count("-j", a.substr(2), 1024);
     else if (a == "--resume")
       o.resume = true;
     else if (a == "--size") {
@@ -182,7 +225,7 @@ int run(int argc, char **argv) {
     } else if (a == "--target")
       o.target = b.target = value();
     else if (a == "--min-time")
-      o.min_time = std::stod(value());
+      o.min_time = positive_seconds(a, value());
     else if (a == "--no-autoschedulers")
       o.autoschedulers = false;
     else if (a == "--inject-wrong")
@@ -228,7 +271,10 @@ int main(int argc, char **argv) {
   int status = 2;
   try {
     status = hpipe::tune::run(argc, argv);
-  } catch (const std::exception &e) {
+  } catch (const std::runtime_error &e) {  // a failure doing the work (a write)
+    std::cerr << "hpipe-tune: error: " << e.what() << "\n";
+    status = 1;
+  } catch (const std::exception &e) {  // bad usage
     std::cerr << "hpipe-tune: " << e.what() << "\n";
   }
   return hpipe::tools::flush_stdout("hpipe-tune", status);
