@@ -312,6 +312,17 @@ TEST_F(Cli, CassiReadsBandStacksAndWritesThem) {
   EXPECT_TRUE(all_near(std::vector<double>(got.begin(), got.end()), to_doubles(y), {0.5 * top / 65535 + 1e-6, 0}));
 }
 
+// forward took the bands from the cube and ignored a --bands that said otherwise.
+TEST_F(Cli, CassiForwardRefusesBandsThatContradictTheCube) {
+  cli::write_npy(path("cube.npy"), raw({4, 6, 5}, random_values<float>(120, 9, 0, 1), DType::f32));
+  cli::write_npy(path("mask.npy"), raw({6, 5}, random_values<float>(30, 10, 0, 1), DType::f32));
+  fails({"cassi", "forward", "cube.npy", "--mask", "mask.npy", "--bands", "7", "-o", "f.npy"}, 2,
+        {"--bands 7: cube.npy has 4 bands (shape (4, 6, 5)); leave --bands out"});
+  ok({"cassi", "forward", "cube.npy", "--mask", "mask.npy", "--bands", "4", "-o", "with.npy"});
+  ok({"cassi", "forward", "cube.npy", "--mask", "mask.npy", "-o", "without.npy"});
+  EXPECT_EQ(slurp(dir / "with.npy"), slurp(dir / "without.npy"));
+}
+
 TEST_F(Cli, CassiErrorsNameTheFile) {
   cli::write_npy(path("x.npy"), raw({3, 4, 5}, random_values<float>(60, 1, 0.1, 1), DType::f32));
   cli::write_npy(path("m.npy"), raw({4, 6}, random_values<float>(24, 2, 0.1, 1), DType::f32));

@@ -42,6 +42,9 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
       throw Failure(in_name + ": shape " + shape_string(s) + " is not a band stack (C, H, W) or a batch (B, C, H, W)");
     const Shape4 cube =
         s.size() == 4 ? Shape4{s[0], s[1], s[2], s[3]} : Shape4{1, s.size() == 3 ? s[0] : 1, s[s.size() - 2], s.back()};
+    if (r.bands && *r.bands != cube[1])
+      throw UsageError("--bands " + std::to_string(*r.bands) + ": " + in_name + " has " + std::to_string(cube[1]) +
+                       " bands (shape " + shape_string(s) + "); leave --bands out, the cube says it");
     recover_preshifted_mask(ctx, r, m, cassi_measurement_shape(cube, r.d)[r.along_x() ? 2 : 1]);
     const Mask<T> mask = m.mask();
     if (cube[2] != m.height() || cube[3] != m.width())

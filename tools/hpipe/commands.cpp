@@ -10,7 +10,8 @@ const std::vector<Option> kCassiModel = {
     {"--mask", nullptr, "STACK", "the coded mask (required)"},
     {"--step", nullptr, "S", "displacement between neighbouring bands in pixels, any sign (default 2)"},
     {"--axis", nullptr, "x|y", "dispersion along x (width, default) or y (height)"},
-    {"--bands", nullptr, "C", "band count of the cube (default: from a per-band mask or the widths)"},
+    {"--bands", nullptr, "C",
+     "band count of the cube (default: from a per-band mask or the widths; forward: must match the cube)"},
     {"--tsa-norm", nullptr, nullptr,
      "the measurement is y / C * 2, as TSA-Net/MST code normalises it (see docs/cli.md)"}};
 
