@@ -33,7 +33,8 @@ const std::vector<Option> kReadOptions = {
 };
 const std::vector<Option> kWriteOptions = {
     {"--output", "-o", "OUT", "a .npy file, a .png, or a pattern with one %d per band (out/band_%02d.png)"},
-    {"--type", nullptr, "u8|u16|f32|f64", "output element type (PNG: u8 or u16, default u16; .npy: default f32)"},
+    {"--type", nullptr, "u8|u16|f32|f64",
+     "output element type (PNG: u8 or u16, default u16; others: the work's f32 or f64, convert: the input's)"},
     {"--scale", nullptr, "auto|none|MIN,MAX",
      "map [MIN, MAX] (auto: the data's range) to the type's full range; default none: [0, 1] is full range"},
     {"--force", nullptr, nullptr, "overwrite existing outputs (never an input)"},

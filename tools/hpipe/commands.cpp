@@ -100,7 +100,8 @@ const std::vector<Command> &commands() {
        "The taps are flipped, as np.convolve does. --taps-file holds (Lv,) taps shared by every signal, or\n"
        "(N, Lv), one row per signal, N signals counted in C order over the other axes (for --axis band\n"
        "of a (C, H, W) stack, N = H * W: row h * W + w is pixel (h, w)). The output's axis has length\n"
-       "L (same, the default), L + Lv - 1 (full) or L - Lv + 1 (valid), as np.convolve.",
+       "max(L, Lv) (same, the default: L unless the kernel is longer), L + Lv - 1 (full) or\n"
+       "max(L, Lv) - min(L, Lv) + 1 (valid), as np.convolve.",
        "hpipe conv1d scene/ --taps 1,2,1 --axis band --mode same -o smooth.npy",
        {{"--taps", nullptr, "LIST", "the kernel as a comma list (1,2,1)"},
         {"--taps-file", nullptr, "FILE", "the kernel(s) from a file: (Lv,) shared or (N, Lv) one per signal"},
