@@ -86,8 +86,7 @@ class OutputSet {
   // The checks of add() on `targets` alone, changing nothing.
   static void check(const std::vector<std::string> &targets, const std::vector<std::string> &inputs, bool force);
   const std::vector<std::string> &targets() const { return targets_; }
-  // The temporary path to write target i to.
-  const std::string &temporary(std::size_t i) const { return temps_[i]; }
+  // Where to write target i: its temporary file.
   Destination destination(std::size_t i) const { return {temps_[i], targets_[i]}; }
   void commit();
   // Removes the temporary files that writers of `target` killed outright (SIGKILL, a lost node)
