@@ -130,6 +130,12 @@ std::int64_t items_per_call(const Views &...views) {
   return std::max<std::int64_t>(1, batch_part_bytes() / item_bytes);
 }
 
+// f(first, count) for the consecutive parts of `per_call` items (the last one shorter) of `items`.
+template <class F>
+void for_each_part(std::int64_t items, std::int64_t per_call, const F &f) {
+  for (std::int64_t first = 0; first < items; first += per_call) f(first, std::min(per_call, items - first));
+}
+
 // Throws "hpipe::<op>: <name>: its elements may share memory ..." unless an output's elements each
 // have memory of their own, as Call does for its outputs: with the dimensions of extent > 1 ordered
 // by |stride|, each stride must step past the span of the smaller ones (a stride of 0, an expanded

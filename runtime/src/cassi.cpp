@@ -56,11 +56,9 @@ void run_cube_to_measurement(const char *op, const K &kernel, View<const T, 4> x
   if (const std::int64_t images = detail::items_per_call(x, y); images < x.shape(0)) {
     detail::check_disjoint(op, "y", y, "x", x);
     detail::check_disjoint(op, "y", y, "mask", m);
-    for (std::int64_t b = 0; b < x.shape(0); b += images) {
-      const std::int64_t n = std::min(images, x.shape(0) - b);
+    return detail::for_each_part(x.shape(0), images, [&](std::int64_t b, std::int64_t n) {
       run_cube_to_measurement<T>(op, kernel, batch_part(x, b, n), mask, d, batch_part(y, b, n), options);
-    }
-    return;
+    });
   }
   auto xa = call.input("x", x);
   auto ma = call.input("mask", m);
@@ -81,11 +79,9 @@ void run_measurement_to_cube(const char *op, const K &kernel, View<const T, 3> y
   if (const std::int64_t images = detail::items_per_call(x, y); images < x.shape(0)) {
     detail::check_disjoint(op, "x", x, "y", y);
     detail::check_disjoint(op, "x", x, "mask", m);
-    for (std::int64_t b = 0; b < x.shape(0); b += images) {
-      const std::int64_t n = std::min(images, x.shape(0) - b);
+    return detail::for_each_part(x.shape(0), images, [&](std::int64_t b, std::int64_t n) {
       run_measurement_to_cube<T>(op, kernel, batch_part(y, b, n), mask, d, batch_part(x, b, n), options);
-    }
-    return;
+    });
   }
   auto ya = call.input("y", y);
   auto ma = call.input("mask", m);
@@ -106,11 +102,9 @@ void shift_impl(const char *op, View<const T, 4> in, Dispersion d, View<T, 4> ou
               [&] { return back ? std::string() : of_cube(cube, d); });
   if (const std::int64_t images = detail::items_per_call(in, out); images < in.shape(0)) {
     detail::check_disjoint(op, back ? "x" : "shifted", out, back ? "shifted" : "x", in);
-    for (std::int64_t b = 0; b < in.shape(0); b += images) {
-      const std::int64_t n = std::min(images, in.shape(0) - b);
+    return detail::for_each_part(in.shape(0), images, [&](std::int64_t b, std::int64_t n) {
       shift_impl<T>(op, batch_part(in, b, n), d, batch_part(out, b, n), options, back);
-    }
-    return;
+    });
   }
   auto ia = call.input(back ? "shifted" : "x", in);
   auto oa = call.output(back ? "x" : "shifted", out);

@@ -61,12 +61,10 @@ void conv1d_impl(View<const T, 2> a, View<const T, 2> v, bool shared, ConvMode m
   if (const std::int64_t rows = detail::items_per_call(a, v, out); rows < a.shape(0)) {
     detail::check_disjoint("conv1d", "out", out, "a", a);
     detail::check_disjoint("conv1d", "out", out, "v", v);
-    for (std::int64_t i = 0; i < a.shape(0); i += rows) {
-      const std::int64_t n = std::min(rows, a.shape(0) - i);
+    return detail::for_each_part(a.shape(0), rows, [&](std::int64_t i, std::int64_t n) {
       conv1d_impl<T>(detail::batch_part(a, i, n), detail::batch_part(v, i, n), shared, mode,
                      detail::batch_part(out, i, n), options);
-    }
-    return;
+    });
   }
   // Like np.convolve, the longer operand is the signal and the shorter one the kernel.
   const bool swap = lv > la;

@@ -81,11 +81,9 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
   if (const std::int64_t rows = detail::items_per_call(a, b); rows < a.shape(0)) {
     detail::check_disjoint("batched_dot", "out", out, "a", a);
     detail::check_disjoint("batched_dot", "out", out, "b", b);
-    for (std::int64_t i = 0; i < a.shape(0); i += rows) {
-      const std::int64_t n = std::min(rows, a.shape(0) - i);
+    return detail::for_each_part(a.shape(0), rows, [&](std::int64_t i, std::int64_t n) {
       dot_impl<T>(detail::batch_part(a, i, n), detail::batch_part(b, i, n), detail::batch_part(out, i, n), options);
-    }
-    return;
+    });
   }
   if (a.shape(1) == 0 && a.shape(0) > 0) {  // empty rows: each dot product is 0, as NumPy's
     call.input("a", a);

@@ -153,11 +153,9 @@ void tv_impl(View<const T, 4> x, const TvParams &tv, View<T, 4> out, const Optio
   check_shape(call, "out", out, x.shape(), " (the shape of x)");
   if (const std::int64_t images = detail::items_per_call(x, out); images < x.shape(0)) {
     detail::check_disjoint("tv_denoise", "out", out, "x", x);
-    for (std::int64_t b = 0; b < x.shape(0); b += images) {
-      const std::int64_t n = std::min(images, x.shape(0) - b);
+    return detail::for_each_part(x.shape(0), images, [&](std::int64_t b, std::int64_t n) {
       tv_impl<T>(detail::batch_part(x, b, n), tv, detail::batch_part(out, b, n), options);
-    }
-    return;
+    });
   }
   auto xa = call.input("x", x);
   auto oa = call.output("out", out);
