@@ -229,93 +229,110 @@ void Call::require_rank(const Operand &a, const char *name, int low, int high, c
                           shape_string(a.shape_vector()));
 }
 
-// A new reference to object.name (interned names), or nullptr with the Python error cleared.
-PyObject *attribute(PyObject *object, PyObject *name) {
-  PyObject *value = PyObject_GetAttr(object, name);
-  if (!value) PyErr_Clear();
-  return value;
-}
+// A member of torch.Tensor read through its descriptor, found once on the class: the getter or the
+// method is called on the tensor directly, without the lookup through the type's MRO and the
+// instance's dict that PyObject_GetAttr makes for every read (tensors of a subclass, whose members
+// may be overridden, are read by name). Each read gives a new reference, or nullptr with the
+// error cleared.
+class TensorMember {
+ public:
+  TensorMember(PyObject *tensor_type, const char *name)
+      : name_(PyUnicode_InternFromString(name)), descriptor_(PyObject_GetAttr(tensor_type, name_)) {
+    if (!descriptor_) PyErr_Clear();  // a torch without it
+  }
+  PyObject *get(PyObject *tensor, bool exact) const {
+    const descrgetfunc getter = descriptor_ ? Py_TYPE(descriptor_)->tp_descr_get : nullptr;
+    PyObject *value = exact && getter ? getter(descriptor_, tensor, reinterpret_cast<PyObject *>(Py_TYPE(tensor)))
+                                      : PyObject_GetAttr(tensor, name_);
+    if (!value) PyErr_Clear();
+    return value;
+  }
+  PyObject *call(PyObject *tensor, bool exact) const {
+    PyObject *value = exact && descriptor_ ? PyObject_Vectorcall(descriptor_, &tensor, 1, nullptr)
+                                           : PyObject_CallMethodNoArgs(tensor, name_);
+    if (!value) PyErr_Clear();
+    return value;
+  }
+
+ private:
+  PyObject *name_, *descriptor_;  // never released: they outlive the module
+};
 
 // A host or CUDA torch.Tensor is read from its own attributes (one that requires grad is refused,
 // naming the way to differentiate through hpipe; __dlpack__ refuses it less clearly):
 // Tensor.__dlpack__ and __dlpack_device__ are Python code, about 4 us a call together with torch
 // 1.13 and some 20 us a CUDA tensor with torch 2.11 (hpipe.exp(x, out=y) on an H100: 63 -> 12 us
-// queued), most of a small call's cost; data_ptr, shape, stride() and get_device() are C (0.3 us),
-// read through the C API with interned names (pybind11's attr() builds the name's string on every
-// call). The torch objects are looked up once torch is imported and never released (they outlive
-// the module). Returns false for anything else.
+// queued), most of a small call's cost; the members read here are C. The torch objects are looked
+// up once torch is imported and never released (they outlive the module). Returns false for
+// anything else.
 // A tensor whose negative bit is set (x.conj().imag, torch._neg_view(x): its elements are the
 // negatives of its memory's) is read through resolve_neg(), a copy; as out= it is refused. A tensor
 // that requires grad is refused while autograd records (outside torch.no_grad()).
 template <class TypeError>
 bool read_torch(py::handle object, Operand &a, bool writable, const TypeError &type_error) {
-  static py::handle tensor_type, float32, float64, is_grad_enabled;
-  static PyObject *is_cpu, *is_cuda, *is_neg, *resolve_neg, *get_device, *requires_grad, *dtype_name, *shape_name,
-      *stride_name, *data_ptr_name;
-  if (!tensor_type) {
-    const py::dict modules = py::module_::import("sys").attr("modules");
-    if (!modules.contains("torch")) return false;
-    const py::object torch = modules["torch"];
-    tensor_type = py::object(torch.attr("Tensor")).release();
-    float32 = py::object(torch.attr("float32")).release();
-    float64 = py::object(torch.attr("float64")).release();
-    is_grad_enabled = py::object(torch.attr("is_grad_enabled")).release();
-    is_cpu = PyUnicode_InternFromString("is_cpu");
-    is_cuda = PyUnicode_InternFromString("is_cuda");
-    is_neg = PyUnicode_InternFromString("is_neg");
-    resolve_neg = PyUnicode_InternFromString("resolve_neg");
-    get_device = PyUnicode_InternFromString("get_device");
-    requires_grad = PyUnicode_InternFromString("requires_grad");
-    dtype_name = PyUnicode_InternFromString("dtype");
-    shape_name = PyUnicode_InternFromString("shape");
-    stride_name = PyUnicode_InternFromString("stride");
-    data_ptr_name = PyUnicode_InternFromString("data_ptr");
-  }
-  PyObject *const tensor = object.ptr();
-  if (!PyObject_TypeCheck(tensor, reinterpret_cast<PyTypeObject *>(tensor_type.ptr()))) return false;
-  const auto flag = [&](PyObject *name) {
-    const py::object value = py::reinterpret_steal<py::object>(attribute(tensor, name));
-    return value.ptr() == Py_True;
+  struct Torch {
+    PyObject *tensor, *parameter, *float32, *float64, *is_grad_enabled;
+    TensorMember requires_grad, is_neg, resolve_neg, is_cuda, is_cpu, get_device, dtype, shape, stride, data_ptr;
   };
-  if (flag(requires_grad) && is_grad_enabled().ptr() == Py_True)
+  static const Torch *torch = nullptr;  // found once torch is imported (the GIL is held)
+  if (!torch)
+    torch = []() -> const Torch * {
+      const py::dict modules = py::module_::import("sys").attr("modules");
+      if (!modules.contains("torch")) return nullptr;
+      const py::object t = modules["torch"];
+      PyObject *tensor = py::object(t.attr("Tensor")).release().ptr();
+      return new Torch{tensor,
+                       py::object(t.attr("nn").attr("Parameter")).release().ptr(),
+                       py::object(t.attr("float32")).release().ptr(),
+                       py::object(t.attr("float64")).release().ptr(),
+                       py::object(t.attr("is_grad_enabled")).release().ptr(),
+                       {tensor, "requires_grad"},
+                       {tensor, "is_neg"},
+                       {tensor, "resolve_neg"},
+                       {tensor, "is_cuda"},
+                       {tensor, "is_cpu"},
+                       {tensor, "get_device"},
+                       {tensor, "dtype"},
+                       {tensor, "shape"},
+                       {tensor, "stride"},
+                       {tensor, "data_ptr"}};
+    }();
+  PyObject *const tensor = object.ptr();
+  if (!torch || !PyObject_TypeCheck(tensor, reinterpret_cast<PyTypeObject *>(torch->tensor))) return false;
+  const PyObject *type = reinterpret_cast<PyObject *>(Py_TYPE(tensor));
+  const bool exact = type == torch->tensor || type == torch->parameter;
+  const auto owned = [](PyObject *value) { return py::reinterpret_steal<py::object>(value); };
+  if (owned(torch->requires_grad.get(tensor, exact)).ptr() == Py_True &&
+      owned(PyObject_CallNoArgs(torch->is_grad_enabled)).ptr() == Py_True)
     type_error(
         "requires grad; the functions of hpipe.torch differentiate through hpipe, or pass a detached tensor (or call "
         "under torch.no_grad())");
-  const py::object negative = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, is_neg));
-  if (!negative) PyErr_Clear();  // a torch without the negative bit
-  if (negative.ptr() == Py_True) {
+  if (owned(torch->is_neg.call(tensor, exact)).ptr() == Py_True) {  // nullptr: a torch without the bit
     if (writable)
       type_error(
           "has its negative bit set (a lazily negated view, such as x.conj().imag), which hpipe cannot write "
           "through; pass a tensor without it");
-    const py::object resolved = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, resolve_neg));
-    if (!resolved) throw py::error_already_set();
-    if (!read_torch(resolved, a, writable, type_error)) return false;
+    const py::object resolved = owned(torch->resolve_neg.call(tensor, exact));
+    if (!resolved || !read_torch(resolved, a, writable, type_error)) return false;
     a.object = resolved;  // kept alive with the operand
     return true;
   }
-  if (flag(is_cuda)) {
-    const py::object device = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, get_device));
-    if (!device || !PyLong_Check(device.ptr())) {
-      PyErr_Clear();
-      return false;
-    }
+  if (owned(torch->is_cpu.get(tensor, exact)).ptr() != Py_True) {  // the common case in one read
+    if (owned(torch->is_cuda.get(tensor, exact)).ptr() != Py_True) return false;
+    const py::object device = owned(torch->get_device.call(tensor, exact));
+    if (!device || !PyLong_Check(device.ptr())) return false;
     a.memory = Memory::cuda;
     a.device_id = static_cast<int>(PyLong_AsLong(device.ptr()));
-  } else if (!flag(is_cpu)) {
-    return false;
   }
-  const py::object dtype = py::reinterpret_steal<py::object>(attribute(tensor, dtype_name));
-  if (!dtype.is(float32) && !dtype.is(float64))
+  const py::object dtype = owned(torch->dtype.get(tensor, exact));
+  if (!dtype.is(py::handle(torch->float32)) && !dtype.is(py::handle(torch->float64)))
     type_error("expected float32 or float64, got " + std::string(py::str(dtype)).substr(6));  // after "torch."
-  a.dtype = dtype.is(float32) ? DType::f32 : DType::f64;
-  const py::object shape = py::reinterpret_steal<py::object>(attribute(tensor, shape_name));
-  const py::object strides = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, stride_name));
-  const py::object data = py::reinterpret_steal<py::object>(PyObject_CallMethodNoArgs(tensor, data_ptr_name));
-  if (!shape || !strides || !data || !PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr())) {
-    PyErr_Clear();
+  a.dtype = dtype.is(py::handle(torch->float32)) ? DType::f32 : DType::f64;
+  const py::object shape = owned(torch->shape.get(tensor, exact));
+  const py::object strides = owned(torch->stride.call(tensor, exact));
+  const py::object data = owned(torch->data_ptr.call(tensor, exact));
+  if (!shape || !strides || !data || !PyTuple_Check(shape.ptr()) || !PyTuple_Check(strides.ptr()))
     return false;  // not the Tensor this expects: the DLPack path reads it
-  }
   a.rank = static_cast<int>(PyTuple_GET_SIZE(shape.ptr()));
   if (a.rank > kMaxRank || PyTuple_GET_SIZE(strides.ptr()) != a.rank) return false;  // the DLPack path says so
   for (int d = 0; d < a.rank; d++) {
