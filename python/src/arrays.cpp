@@ -349,6 +349,9 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
   a.object = py::reinterpret_borrow<py::object>(object);
   std::size_t itemsize = 0;
   if (py::isinstance<py::array>(object)) {
+    // A subclass whose elements are not all data: NumPy's masked arrays (ufuncs keep their masks).
+    if (Py_TYPE(object.ptr()) != py::detail::npy_api::get().PyArray_Type_ && py::hasattr(object, "_mask"))
+      type_error(name, "is a numpy.ma.MaskedArray, whose mask hpipe would ignore; pass x.filled(value) or x.data");
     const auto *array = py::detail::array_proxy(object.ptr());
     const auto *descr = py::detail::array_descriptor_proxy(array->descr);
     // The dtype by its number: the descriptor's layout past type_num differs between NumPy 1 and 2.

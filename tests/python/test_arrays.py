@@ -91,6 +91,8 @@ def error_message(call, exception):
     (lambda: hpipe.exp(np.ones(3, np.float16)), TypeError, "x: expected float32 or float64, got float16"),
     (lambda: hpipe.exp(torch.ones(3, dtype=torch.int32)), TypeError, "x: expected float32 or float64, got int32"),
     (lambda: hpipe.exp([1.0, 2.0]), TypeError, "x: expected a NumPy array or an array with __dlpack__"),
+    (lambda: hpipe.exp(np.ma.masked_less(np.arange(3.0), 1)), TypeError,
+     "hpipe.exp: x: is a numpy.ma.MaskedArray, whose mask hpipe would ignore"),
     (lambda: hpipe.exp(np.ones(3, ">f8")), TypeError, "x: expected native byte order"),
     (lambda: hpipe.exp(np.lib.stride_tricks.as_strided(np.ones(8, np.float32), (3,), (6,))), TypeError,
      "x: strides in bytes must be multiples of the element size 4, got 6"),
