@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -1120,6 +1121,23 @@ TEST_F(Cli, QuietJsonAndDiff) {
        {"\"command\": \"diff\"", "\"max_abs\": 0", "\"unequal\": 0", "\"times_ms\"", "\"threads\": 1"})
     EXPECT_NE(r.out.find(part), std::string::npos) << r.out << " lacks " << part;
   EXPECT_EQ(r.err, "");  // no progress bar when stderr is not a terminal
+}
+
+// A NaN in the same place in both counts as equal, as np.testing.assert_array_equal does (it was
+// "max nan, 1 of 6 differ" for a file against itself); a NaN against a number is a difference.
+TEST_F(Cli, DiffCountsNaNsInTheSamePlaceAsEqual) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  cli::write_npy(path("a.npy"), raw({2, 3}, std::vector<float>{1, nan, 3, inf, 5, 6}, DType::f32));
+  cli::write_npy(path("b.npy"), raw({2, 3}, std::vector<float>{1, nan, 3.5f, inf, 5, 4}, DType::f32));
+  cli::write_npy(path("c.npy"), raw({2, 3}, std::vector<float>{1, 2, 3, inf, 5, 6}, DType::f32));
+  EXPECT_NE(ok({"diff", "a.npy", "a.npy"}).out.find("max |a - b| = 0, mean |a - b| = 0 (mean |a| = inf"),
+            std::string::npos);
+  const Result same_nans = ok({"diff", "a.npy", "b.npy", "--json"});
+  for (const char *part : {"\"unequal\": 2", "\"max_abs\": 2,", "\"mean_abs\": 0.416667"})
+    EXPECT_NE(same_nans.out.find(part), std::string::npos) << same_nans.out << " lacks " << part;
+  const Result nan_against_number = ok({"diff", "a.npy", "c.npy"});
+  EXPECT_NE(nan_against_number.out.find("max |a - b| = nan"), std::string::npos) << nan_against_number.out;
+  EXPECT_NE(nan_against_number.out.find(", 1 of 6 differ"), std::string::npos) << nan_against_number.out;
 }
 
 TEST_F(Cli, CudaDeviceRunsOrSaysWhyNot) {

@@ -26,11 +26,15 @@ int run_diff(Context &ctx) {
   std::int64_t unequal = 0;
   const std::size_t n = a.data.size();
   for (std::size_t i = 0; i < n; i++) {
-    const double d = std::abs(a.data[i] - b.data[i]);
-    max_abs = std::isnan(d) ? d : std::max(max_abs, d);
+    const double x = a.data[i], y = b.data[i];
+    // Equal values, NaN against NaN and inf against the same inf included, differ by 0 (as
+    // np.testing.assert_array_equal counts them); NaN against a number differs by NaN.
+    const bool equal = x == y || (std::isnan(x) && std::isnan(y));
+    const double d = equal ? 0 : std::abs(x - y);
+    max_abs = std::isnan(d) || std::isnan(max_abs) ? NAN : std::max(max_abs, d);
     sum_abs += d;
-    sum_a += std::abs(a.data[i]);
-    unequal += !(a.data[i] == b.data[i]);
+    sum_a += std::isnan(x) ? 0 : std::abs(x);
+    unequal += !equal;
   }
   const double mean_abs = n ? sum_abs / double(n) : 0, mean_a = n ? sum_a / double(n) : 0;
   ctx.summary.set("elements", static_cast<std::int64_t>(n)).set("unequal", unequal);

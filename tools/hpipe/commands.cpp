@@ -57,7 +57,8 @@ const std::vector<Command> &commands() {
       {"diff",
        "STACK_A STACK_B",
        "Compare two stacks of the same shape: max and mean absolute difference.",
-       "",
+       "A NaN in the same place in both counts as equal (as np.testing.assert_array_equal), a NaN against\n"
+       "a number as a difference of NaN; the count of elements that differ follows the same rule.",
        "hpipe diff measurement.png measurement_again.npy",
        {},
        kReads,
