@@ -1140,6 +1140,25 @@ TEST_F(Cli, DiffCountsNaNsInTheSamePlaceAsEqual) {
   EXPECT_NE(nan_against_number.out.find(", 1 of 6 differ"), std::string::npos) << nan_against_number.out;
 }
 
+// An array without a finite value said "values [inf, -inf]": the min and max it starts from.
+TEST_F(Cli, InfoOfAnArrayWithoutFiniteValuesSaysSo) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  cli::write_npy(path("empty.npy"), raw({0, 3}, std::vector<float>{}, DType::f32));
+  cli::write_npy(path("nan.npy"), raw({2}, std::vector<float>{nan, nan}, DType::f32));
+  cli::write_npy(path("nan_inf.npy"), raw({2}, std::vector<float>{nan, -inf}, DType::f32));
+  cli::write_npy(path("some.npy"), raw({3}, std::vector<float>{nan, -2, 4}, DType::f32));
+  const Result r = ok({"info", "empty.npy", "nan.npy", "nan_inf.npy", "some.npy"});
+  for (const char *line :
+       {"empty.npy: NPY (0, 3) float32, no values (empty)\n", "nan.npy: NPY (2,) float32, all 2 values NaN\n",
+        "nan_inf.npy: NPY (2,) float32, all 2 values NaN or inf\n",
+        "some.npy: NPY (3,) float32, values [-2, 4], 1 NaN/inf\n"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << r.out << " lacks " << line;
+  const Result json = ok({"info", "empty.npy", "nan.npy", "--json"});
+  const std::string no_range = "\"stored_min\": null, \"stored_max\": null, \"min\": null, \"max\": null";
+  EXPECT_NE(json.out.find(no_range + ", \"nonfinite\": 0}"), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find(no_range + ", \"nonfinite\": 2}"), std::string::npos) << json.out;
+}
+
 TEST_F(Cli, CudaDeviceRunsOrSaysWhyNot) {
   cli::write_npy(path("x.npy"), raw({3, 4, 5}, random_values<float>(60, 1, 0.1, 1), DType::f32));
   cli::write_npy(path("m.npy"), raw({4, 5}, random_values<float>(20, 2, 0.1, 1), DType::f32));
