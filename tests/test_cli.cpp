@@ -742,7 +742,7 @@ TEST_F(Cli, BadPngFilesFailCleanly) {
   spill(dir / "crc.png", crc);
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"truncated.png", "truncated"}, {"magic.png", "not a PNG file (wrong magic)"},
-      {"empty.png", "empty file"},    {"huge.png", "declares 100000 x 100000 pixels"},
+      {"empty.png", "empty file"},    {"huge.png", "declares 100000 x 100000 (H x W) pixels"},
       {"toowide.png", "corrupt PNG"}, {"zero.png", "corrupt PNG"},
       {"crc.png", "corrupt PNG"}};
   for (const auto &[file, what] : cases) {

@@ -3,8 +3,10 @@
 // with the Python tools themselves (scipy.io, h5py, tifffile, NumPy), run from here.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -222,10 +224,12 @@ TEST_F(Formats, BadFilesFailCleanly) {
       {"complex.mat", {"complex.mat: holds no numeric array; it holds: z (complex double 7x9)"}},
       {"complex.mat:z", {"complex.mat: variable 'z' is complex double 7x9, not a real numeric array"}},
       {"huge.tif",
-       {"huge.tif: truncated or corrupt: 1 pages of 100000 x 100000 needs 40000000000 bytes, more than the file's"}},
-      {"short_envi.hdr", {"short_envi.img: truncated or corrupt: ENVI image 9 x 7 x 5 of float32", "needs 1260 bytes"}},
+       {"huge.tif: truncated or corrupt: 1 pages of 100000 x 100000 (H x W) needs 40000000000 bytes, more than the "
+        "file's"}},
+      {"short_envi.hdr",
+       {"short_envi.img: truncated or corrupt: ENVI image 5 x 7 x 9 (C x H x W) of float32", "needs 1260 bytes"}},
       {"complex.hdr", {"complex.hdr: ENVI data type 6 is not supported"}},
-      {"huge.hdr", {"huge.img: truncated or corrupt: ENVI image 9 x 1000000000 x 5 of uint8"}},
+      {"huge.hdr", {"huge.img: truncated or corrupt: ENVI image 5 x 1000000000 x 9 (C x H x W) of uint8"}},
       {"tiled.hdr", {"tiled.hdr: ENVI interleave 'tiles' is not bsq, bil or bip"}},
       {"nobands.hdr", {"nobands.hdr: ENVI header lacks 'bands'"}},
   };
@@ -289,6 +293,41 @@ TEST_F(Cli, PreviewRendersFlatSpectraGreyAndNarrowBandsInTheirHue) {
     for (int k = 0; k < 3; k++)
       if (k != channel) EXPECT_GT(s.at(channel * H * W), s.at(k * H * W) + 40);
   }
+}
+
+// Sizes read H x W everywhere: preview said "10 x 8" (W x H) of an (8, 10) picture, and a TIFF
+// page's error gave its width first, unlike the shapes beside them.
+TEST_F(Cli, SizesAreHeightByWidth) {
+  const std::int64_t C = 28, H = 8, W = 10;
+  cli::write_npy(path("cube.npy"), raw({C, H, W}, random_values<float>(std::size_t(C * H * W), 5, 0, 1), DType::f32));
+  EXPECT_NE(ok({"preview", "cube.npy", "-o", "p.png"}).out.find("colour picture of 28 bands, 8 x 10 (H x W)"),
+            std::string::npos);
+  EXPECT_EQ(cli::read_png(path("p.png")).array.shape, (std::vector<std::int64_t>{3, H, W}));
+  // A little-endian TIFF of 8-bit grey pages, 3 x 4 (H x W) then 2 x 4, uncompressed.
+  std::string tif("II*\0", 4);
+  auto u16 = [&](std::uint16_t v) { tif.append(reinterpret_cast<const char *>(&v), 2); };
+  auto u32 = [&](std::uint32_t v) { tif.append(reinterpret_cast<const char *>(&v), 4); };
+  std::size_t next_ifd_at = tif.size();
+  u32(0);
+  for (const auto &[h, w] : std::vector<std::pair<std::uint32_t, std::uint32_t>>{{3, 4}, {2, 4}}) {
+    const auto pixels_at = static_cast<std::uint32_t>(tif.size());
+    tif.append(h * w + (h * w) % 2, '\x7f');  // the directory starts on a word boundary
+    const auto ifd_at = static_cast<std::uint32_t>(tif.size());
+    std::memcpy(&tif[next_ifd_at], &ifd_at, 4);
+    const std::vector<std::array<std::uint32_t, 3>> entries = {// tag, type (3 short, 4 long), value
+                                                               {256, 4, w}, {257, 4, h}, {258, 3, 8},
+                                                               {259, 3, 1}, {262, 3, 1}, {273, 4, pixels_at},
+                                                               {277, 3, 1}, {278, 4, h}, {279, 4, h * w}};
+    u16(static_cast<std::uint16_t>(entries.size()));
+    for (const auto &[tag, type, value] : entries)
+      u16(std::uint16_t(tag)), u16(std::uint16_t(type)), u32(1), u32(value);
+    next_ifd_at = tif.size();
+    u32(0);
+  }
+  spill(dir / "pages.tif", tif);
+  fails({"info", "pages.tif"}, 1,
+        {"pages.tif: page 1: is 2 x 4 (H x W) 8-bit unsigned integer x 1, page 0 3 x 4 (H x W) 8-bit unsigned integer "
+         "x 1 (every page must be a band of the same size and type)"});
 }
 
 TEST_F(Cli, PreviewMontageAndWavelengths) {

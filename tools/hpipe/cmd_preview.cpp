@@ -35,7 +35,7 @@ int run_preview(Context &ctx) {
   ctx.summary.set("path", out).set("bands", bands).set("wavelengths", nm).set("montage", montage);
   ctx.summary.set("size", Shape{picture.height, picture.width});
   ctx.say("wrote " + out + ": " + (montage ? "montage of " : "colour picture of ") + std::to_string(bands) +
-          " bands, " + std::to_string(picture.width) + " x " + std::to_string(picture.height));
+          " bands, " + std::to_string(picture.height) + " x " + std::to_string(picture.width) + " (H x W)");
   return 0;
 }
 

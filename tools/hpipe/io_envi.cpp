@@ -193,9 +193,9 @@ EnviImage read_envi(const std::string &header) {
   const Shape shape{bands, lines, samples};
   const std::int64_t n = element_count(shape, INT64_MAX / 16);
   const std::int64_t bytes = check_declared_size(data,
-                                                 "ENVI image " + std::to_string(samples) + " x " +
-                                                     std::to_string(lines) + " x " + std::to_string(bands) + " of " +
-                                                     type->name + " after a header offset of " + std::to_string(offset),
+                                                 "ENVI image " + std::to_string(bands) + " x " + std::to_string(lines) +
+                                                     " x " + std::to_string(samples) + " (C x H x W) of " + type->name +
+                                                     " after a header offset of " + std::to_string(offset),
                                                  n, std::int64_t(type->size), in.size(), false, offset);
   std::vector<unsigned char> stored(static_cast<std::size_t>(bytes));
   if (in.read(stored.data(), stored.size()) != stored.size()) throw Failure(data + ": file shrank while being read");

@@ -197,9 +197,9 @@ PngImage read_png(InputFile &in) {
     throw Failure(path + ": unsupported PNG bit depth " + std::to_string(h.bit_depth));
   const std::int64_t decoded = std::int64_t(h.height) * std::int64_t(h.row_bytes);
   if (decoded / kMaxInflation > std::int64_t(bytes.size()))
-    throw Failure(path + ": corrupt PNG: declares " + std::to_string(h.width) + " x " + std::to_string(h.height) +
-                  " pixels (" + std::to_string(decoded) + " bytes), more than its " + std::to_string(bytes.size()) +
-                  " bytes can hold");
+    throw Failure(path + ": corrupt PNG: declares " + std::to_string(h.height) + " x " + std::to_string(h.width) +
+                  " (H x W) pixels (" + std::to_string(decoded) + " bytes), more than its " +
+                  std::to_string(bytes.size()) + " bytes can hold");
 
   std::vector<unsigned char> pixels(static_cast<std::size_t>(decoded));
   std::vector<png_bytep> rows(h.height);

@@ -64,6 +64,12 @@ std::string sample_name(const PageFormat &p) {
   return std::to_string(p.bits) + "-bit " + kind;
 }
 
+// "7 x 9 (H x W) 16-bit unsigned integer x 1": a page's size and samples, as an error names them.
+std::string page_size(const PageFormat &p) {
+  return std::to_string(p.height) + " x " + std::to_string(p.width) + " (H x W) " + sample_name(p) + " x " +
+         std::to_string(p.samples);
+}
+
 std::optional<DType> dtype_of(const PageFormat &p) {
   if (p.sample_format == SAMPLEFORMAT_UINT && p.bits == 8) return DType::u8;
   if (p.sample_format == SAMPLEFORMAT_UINT && p.bits == 16) return DType::u16;
@@ -172,10 +178,8 @@ RawArray read_tiff(const std::string &path, std::string &detail) {
       throw Failure(where + ": unsupported sample type " + sample_name(p) +
                     " (hpipe reads 8/16-bit unsigned integers and 32/64-bit floats)");
     if (!pages.empty() && !(p == pages[0]))
-      throw Failure(where + ": is " + std::to_string(p.width) + " x " + std::to_string(p.height) + " " +
-                    sample_name(p) + " x " + std::to_string(p.samples) + ", page 0 " + std::to_string(pages[0].width) +
-                    " x " + std::to_string(pages[0].height) + " " + sample_name(pages[0]) + " x " +
-                    std::to_string(pages[0].samples) + " (every page must be a band of the same size and type)");
+      throw Failure(where + ": is " + page_size(p) + ", page 0 " + page_size(pages[0]) +
+                    " (every page must be a band of the same size and type)");
     if (!pages.empty() && p.samples != 1)
       throw Failure(where + ": multi-page files must hold one sample per pixel per page");
     compressed = compressed || p.compression != COMPRESSION_NONE;
@@ -184,10 +188,10 @@ RawArray read_tiff(const std::string &path, std::string &detail) {
         __builtin_mul_overflow(pixels, std::int64_t(p.samples) * (p.bits / 8), &page) ||
         __builtin_add_overflow(declared, page, &declared))
       declared = -1;
-    check_declared_size(
-        path,
-        std::to_string(pages.size() + 1) + " pages of " + std::to_string(p.width) + " x " + std::to_string(p.height),
-        declared, 1, file_bytes, compressed);
+    check_declared_size(path,
+                        std::to_string(pages.size() + 1) + " pages of " + std::to_string(p.height) + " x " +
+                            std::to_string(p.width) + " (H x W)",
+                        declared, 1, file_bytes, compressed);
     pages.push_back(p);
   } while (TIFFReadDirectory(t.get()));
   if (!last_tiff_error().empty()) throw Failure(path + ": corrupt page directory" + tiff_reason());
