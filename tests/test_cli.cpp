@@ -649,7 +649,12 @@ TEST_F(Cli, ReconErrorsNameTheArgument) {
   fails(with({"--tv-weight", "0"}), 2, {"--tv-weight", "> 0", "'0'"});
   fails(with({"--tv-iters", "0"}), 2, {"--tv-iters", "'0'"});
   fails(with({"--lambda", "fast"}), 2, {"--lambda", "'fast'"});
-  fails(with({"--gamma", "-0.1"}), 2, {"--gamma", ">= 0", "'-0.1'"});
+  fails({"recon", "admm-tv", "y.npy", "--mask", "m.npy", "--gamma", "-0.1", "-o", "x.npy"}, 2,
+        {"--gamma", ">= 0", "'-0.1'"});
+  // Each method's own option was silently ignored by the other.
+  fails(with({"--gamma", "0.5"}), 2, {"hpipe recon gap-tv: --gamma applies to admm-tv only"});
+  fails({"recon", "admm-tv", "y.npy", "--mask", "m.npy", "--no-accelerate", "-o", "x.npy"}, 2,
+        {"hpipe recon admm-tv: --no-accelerate applies to gap-tv only"});
   fails(with({"--truth", "t.npy"}), 1, {"t.npy", "the truth has shape (3, 12, 12), the reconstruction (4, 12, 11)"});
   fails({"recon", "gap-tv", "y.npy", "--mask", "m.npy", "--step", "2", "-o", "x.npy"}, 1, {"y.npy", "width 14"});
 }
@@ -1399,6 +1404,7 @@ TEST_F(Cli, BatchUsageErrorsNameTheArgument) {
   fails(batch({"meas", "-o", "o", "--lambda", "-1"}), 2, {"--lambda", "'-1'"});
   fails(batch({"meas", "-o", "o", "--ext", "jpg"}), 2, {"--ext", "'jpg'"});
   fails(batch({"meas", "-o", "o", "--preview", "p"}), 2, {"--preview", "the same folder"});
+  fails(batch({"meas", "-o", "o", "--gamma", "0.5"}), 2, {"hpipe recon gap-tv: --gamma applies to admm-tv only"});
 }
 
 }  // namespace

@@ -178,7 +178,10 @@ Plan plan_of(const Context &ctx) {
   // The item's command parses the options it is given: one it does not take is bad usage now,
   // not a failure of every item.
   for (const Command &c : commands())
-    if (p.command[0] == c.name) Context(c, p.passed);
+    if (p.command[0] == c.name) {
+      const Context item(c, p.passed);
+      if (p.command[0] == "recon") checked_recon_method(item, p.command[1]);
+    }
   p.outdir = ctx.output_path();
   while (p.outdir.size() > 1 && p.outdir.back() == '/') p.outdir.pop_back();
   if (exists(p.outdir) && !is_directory(p.outdir)) throw UsageError(p.outdir + ": -o names a file; expected a folder");

@@ -142,14 +142,24 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
 
 }  // namespace
 
-int run_recon(Context &ctx) {
-  if (ctx.positional.empty()) throw UsageError("hpipe recon: expected gap-tv or admm-tv (see hpipe recon --help)");
+ReconMethod checked_recon_method(const Context &ctx, const std::string &name) {
   ReconMethod method;
   try {
-    method = parse_recon_method(ctx.positional[0]);
+    method = parse_recon_method(name);
   } catch (const Error &) {
-    throw UsageError("hpipe recon: expected gap-tv or admm-tv, got '" + ctx.positional[0] + "'");
+    throw UsageError("hpipe recon: expected gap-tv or admm-tv, got '" + name + "'");
   }
+  // Each method's own option, which the other would ignore.
+  const std::pair<const char *, const char *> owned[] = {{"--gamma", "admm-tv"}, {"--no-accelerate", "gap-tv"}};
+  for (const auto &[option, owner] : owned)
+    if (ctx.has(option) && parse_recon_method(owner) != method)
+      throw UsageError("hpipe recon " + name + ": " + option + " applies to " + owner + " only");
+  return method;
+}
+
+int run_recon(Context &ctx) {
+  if (ctx.positional.empty()) throw UsageError("hpipe recon: expected gap-tv or admm-tv (see hpipe recon --help)");
+  const ReconMethod method = checked_recon_method(ctx, ctx.positional[0]);
   const std::string command = "hpipe recon " + ctx.positional[0];
   if (ctx.positional.size() < 2) throw UsageError(command + ": expected a measurement STACK (see hpipe recon --help)");
   const CassiArgs r = parse_cassi_args(ctx, command);

@@ -22,8 +22,8 @@ const std::vector<Option> kReconOptions = {
     {"--tv-iters", nullptr, "N", "Chambolle iterations per TV step, >= 1 (default 5)"},
     {"--vectorial", nullptr, nullptr, "band-coupled TV (slower)"},
     {"--lambda", nullptr, "L", "step of the data term, > 0 (default 1)"},
-    {"--gamma", nullptr, "G", "ADMM only: added to Phi, >= 0 (default 0.01)"},
-    {"--no-accelerate", nullptr, nullptr, "GAP only: the plain (not accelerated) update"},
+    {"--gamma", nullptr, "G", "admm-tv only (an error with gap-tv): added to Phi, >= 0 (default 0.01)"},
+    {"--no-accelerate", nullptr, nullptr, "gap-tv only (an error with admm-tv): the plain (not accelerated) update"},
     {"--truth", nullptr, "STACK", "the true cube: print PSNR and SSIM"},
     {"--preview", nullptr, "DIR", "colour pictures: DIR/result.png; with --truth also truth, pinv, comparison"},
     {"--wavelengths", nullptr, "LIST|START:STOP", "band centres in nm for --preview (see hpipe preview)"}};

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "cli.h"
+#include "hpipe/recon.h"
 
 namespace hpipe::cli {
 
@@ -19,5 +20,10 @@ int run_preview(Context &ctx);
 int run_batch(Context &ctx);
 
 extern const std::vector<Option> kBatchOptions;  // cmd_batch.cpp
+
+// recon's METHOD (gap-tv or admm-tv) as named, with a UsageError for another name or for an
+// option of the other method (--gamma is ADMM's, --no-accelerate GAP's). cmd_recon.cpp; batch
+// checks its items' options with it.
+ReconMethod checked_recon_method(const Context &ctx, const std::string &name);
 
 }  // namespace hpipe::cli
