@@ -108,6 +108,23 @@ elseif (STEP STREQUAL "tune")
     endif ()
   endforeach ()
 
+  # --budget bounds the whole command: over every op with the autoschedulers, --budget 1s ran past
+  # 60 s (the default, the autoschedulers and the confirm step ignored it). Now the first op
+  # measures its default, and nothing else starts.
+  string(TIMESTAMP t0 "%s")
+  run(0 "${TUNE}" tune --db "${WORK}/budget.jsonl" --budget 0.01s --size small --min-time 0.005 --no-progress)
+  string(TIMESTAMP t1 "%s")
+  math(EXPR took "${t1} - ${t0}")
+  if (took GREATER 45)
+    message(FATAL_ERROR "tune --budget 0.01s took ${took} s")
+  endif ()
+  expect_in("${err}" "--budget spent; not tuned: ")
+  count_lines("${WORK}/budget.jsonl" "\"phase\":" measured)
+  count_lines("${WORK}/budget.jsonl" "\"is_default\":true;\"phase\":\"search\"" defaults)
+  if (NOT measured EQUAL 1 OR NOT defaults EQUAL 1)
+    message(FATAL_ERROR "tune --budget 0.01s: ${measured} records (${defaults} of a default), expected the first op's default alone")
+  endif ()
+
   # Resume: nothing is measured again.
   count_lines("${db}" "\"phase\":\"search\"" before)
   run(0 "${TUNE}" tune --db "${db}" --resume --ops cassi_forward,batched_dot ${tiny})

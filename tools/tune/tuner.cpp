@@ -183,10 +183,12 @@ class CpuTuner {
     if (strategy == "auto") strategy = int(space.size()) <= o_.max_variants ? "exhaustive" : "random+greedy";
     planned_ = std::min<int>(o_.max_variants, int(space.size())) + (o_.autoschedulers ? 2 : 0) + o_.inject_wrong;
 
+    // The default always (the baseline of the report); the autoschedulers, which take seconds to
+    // compile, only within the budget.
     std::vector<Variant> first = {{"knobs", op_.cpu.defaults}};
     if (o_.inject_wrong) first.push_back({"test-corrupt", op_.cpu.defaults});
-    if (o_.autoschedulers) first.push_back({"Adams2019", ""}), first.push_back({"Mullapudi2016", ""});
     run_batch(first);
+    if (o_.autoschedulers && !out_of_time()) run_batch({{"Adams2019", ""}, {"Mullapudi2016", ""}});
 
     std::vector<std::string> order = space;
     std::mt19937 rng(o_.seed);
@@ -237,7 +239,13 @@ class CpuTuner {
     for (const auto &[key, r] : known_) n += r.scheduler == "knobs";
     return n;
   }
-  bool out_of_time() const { return Clock::now() >= deadline_; }
+  // The search stops early enough to leave the confirm step its re-measurements, so that the op
+  // ends by its deadline.
+  bool out_of_time() const {
+    const double confirm_s = measured_ ? kConfirmed * measuring_s_ / measured_ : 0;
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(confirm_s)) >=
+           deadline_;
+  }
 
   // Offers knob texts in order until `limit` knob variants are known, in batches.
   void offer(const std::vector<std::string> &texts, int limit) {
@@ -387,7 +395,9 @@ class CpuTuner {
       if (!c.error.empty()) {
         r.status = "failed", r.error = "compile: " + c.error;
       } else {
+        const auto t0 = Clock::now();
         const Measured m = measure(c);
+        measuring_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
         r.status = m.status, r.error = m.error, r.max_error = m.max_error, r.time_ms = m.time_ms;
         r.samples = m.samples, r.iterations = m.iterations;
       }
@@ -402,7 +412,7 @@ class CpuTuner {
 
   // Re-measures the three best knob variants and the default back to back, so that the winner and
   // the speedup over the default come from measurements taken under the same conditions; the
-  // database keeps their new times.
+  // database keeps their new times. Within the op's deadline: what is left is not re-measured.
   void confirm() {
     std::vector<Record> best;
     for (const auto &[key, r] : known_)
@@ -410,8 +420,12 @@ class CpuTuner {
     std::sort(best.begin(), best.end(), [](auto &a, auto &b) { return a.time_ms < b.time_ms; });
     const auto def = std::find_if(best.begin(), best.end(), [](const Record &r) { return r.is_default; });
     if (def - best.begin() >= 3) std::iter_swap(best.begin() + 3, def);
-    best.resize(std::min<std::size_t>(best.size(), 4));
+    best.resize(std::min<std::size_t>(best.size(), kConfirmed));
     for (const Record &old : best) {
+      if (Clock::now() >= deadline_) {
+        std::cerr << "hpipe-tune: " << op_.name << ": --budget spent, not every best variant re-measured\n";
+        return;
+      }
       const auto kept = verified_.find(old.knobs);
       const Compiled c = kept != verified_.end() ? kept->second : compile({"knobs", old.knobs});
       if (!c.error.empty()) continue;
@@ -455,6 +469,8 @@ class CpuTuner {
   std::set<std::string> seen_this_run_;
   std::map<std::string, Compiled> verified_;  // knobs -> compiled, for the re-measurement
   int planned_ = 0, done_ = 0, resumed_ = 0, measured_ = 0;
+  double measuring_s_ = 0;                      // in measure(), for out_of_time()'s estimate
+  static constexpr std::size_t kConfirmed = 4;  // variants confirm() re-measures
 };
 
 }  // namespace
@@ -535,14 +551,20 @@ int tune(const TuneOptions &o) {
     Halide::load_plugin(HPIPE_MULLAPUDI2016_PLUGIN);
   }
   const auto start = Clock::now();
+  std::string skipped;
   for (std::size_t i = 0; i < ops.size(); i++) {
-    // Each op gets an equal share of what is left of the budget.
+    // Each op gets an equal share of what is left of the budget; none starts once it is spent.
     const double left = o.budget_s - std::chrono::duration<double>(Clock::now() - start).count();
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                             std::max(0.0, left) / double(ops.size() - i)));
+    if (left <= 0) {
+      skipped += (skipped.empty() ? "" : ", ") + ops[i]->name;
+      continue;
+    }
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(left / double(ops.size() - i)));
     auto db = load_records(o.db);
     CpuTuner(*ops[i], o, ctx).run(deadline, db);
   }
+  if (!skipped.empty()) std::cerr << "hpipe-tune: --budget spent; not tuned: " << skipped << "\n";
   print_report(load_records(o.db), std::cout);
   return 0;
 }
