@@ -989,21 +989,36 @@ TEST_F(Cli, SynthRefusesAMaskOnItsOwnOutput) {
 }
 
 // Each input is opened once: a named pipe used to hang (opened to sniff its format, then again).
+// Every format but ENVI (which needs its header) is told from a pipe's first bytes: a .mat through
+// /dev/stdin failed with "not a PNG file (wrong magic)".
 TEST_F(Cli, NamedPipesAreReadOnce) {
   const RawArray a = raw({2, 3}, random_values<float>(6, 4, -1, 1), DType::f32);
   cli::write_npy(path("a.npy"), a);
   const RawArray g = raw({3, 2}, random_integers<std::uint8_t>(6, 5, 255), DType::u8);
   cli::write_png(path("g.png"), g, std::nullopt);
-  for (const std::string source : {"a.npy", "g.png"}) {
+  for (const char *other : {"a.mat", "a.h5", "a.tif"}) ok({"convert", "a.npy", "-o", other});
+  fs::create_directory(dir / "tmp");  // the temporary copies' $TMPDIR
+  const std::vector<std::pair<std::string, std::string>> sources = {
+      {"a.npy", "NPY"}, {"g.png", "PNG"}, {"a.mat", "MAT"}, {"a.h5", "HDF5"}, {"a.tif", "TIFF"}};
+  for (const auto &[source, format] : sources) {
     SCOPED_TRACE(source);
+    ok({"convert", source, "-o", "direct.npy", "--force"});
     ASSERT_EQ(mkfifo(path("pipe").c_str(), 0600), 0);
-    ok({"convert", "pipe", "-o", "out.npy", "--force"}, "(cat " + source + " > pipe &) && timeout 60");
-    expect_same(cli::read_npy(path("out.npy")), source == "a.npy" ? a : g);
+    ok({"convert", "pipe", "-o", "out.npy", "--force"}, "(cat " + source + " > pipe &) && TMPDIR=tmp timeout 60");
+    expect_same(cli::read_npy(path("out.npy")), cli::read_npy(path("direct.npy")));
     EXPECT_NE(
-        ok({"info", "pipe"}, "(cat " + source + " > pipe &) && timeout 60").out.find(source == "a.npy" ? "NPY" : "PNG"),
+        ok({"info", "pipe"}, "(cat " + source + " > pipe &) && TMPDIR=tmp timeout 60").out.find("pipe: " + format),
         std::string::npos);
     fs::remove(dir / "pipe");
   }
+  ok({"convert", "/dev/stdin:data", "-o", "out.npy", "--force"}, "cat a.mat | TMPDIR=tmp timeout 60");
+  expect_same(cli::read_npy(path("out.npy")), a);
+  fails({"info", "/dev/stdin:data"}, 1, {"/dev/stdin: a ':data' selector needs a MATLAB or HDF5 file"},
+        "cat a.npy | TMPDIR=tmp timeout 60");
+  fails({"info", "/dev/stdin"}, 1,
+        {"/dev/stdin: cannot tell the format of a pipe from its first bytes", ".npy, PNG, MATLAB .mat, HDF5 and TIFF"},
+        "echo 'not an array' | TMPDIR=tmp timeout 60");
+  EXPECT_TRUE(fs::is_empty(dir / "tmp")) << "a temporary copy was left behind";
 }
 
 // A killed hpipe leaves .NAME.hpipe-HOST-PID.tmp behind; the next write to that folder removes

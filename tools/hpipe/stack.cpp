@@ -2,10 +2,13 @@
 
 #include <dirent.h>
 #include <glob.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -175,23 +178,55 @@ std::vector<std::string> expand_inputs(const std::vector<std::string> &specs) {
   return files;
 }
 
+// A pipe's bytes in a temporary file, for the readers that open files by name (matio, libhdf5,
+// libtiff), removed when done; their errors name the pipe.
+std::optional<Loaded> read_other_format_of_pipe(InputFile &in, const std::string &selected) {
+  const char *tmpdir = std::getenv("TMPDIR");
+  std::string temp = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/hpipe-pipe-XXXXXX";
+  const int fd = mkstemp(temp.data());
+  if (fd < 0) throw Failure(in.path() + ": cannot copy the pipe to " + temp + ": " + std::strerror(errno));
+  close(fd);
+  const struct Removed {
+    const std::string &path;
+    ~Removed() { std::remove(path.c_str()); }
+  } removed{temp};
+  try {
+    const std::vector<unsigned char> bytes = in.read_all();
+    OutputFile copy(temp, in.path());
+    copy.write(bytes.data(), bytes.size());
+    copy.close();
+    std::optional<Loaded> l = read_other_format(selected.empty() ? temp : temp + ":" + selected);
+    if (l) l->files = {in.path()};
+    return l;
+  } catch (const Failure &e) {
+    std::string message = e.what();
+    for (std::size_t at; (at = message.find(temp)) != std::string::npos;) message.replace(at, temp.size(), in.path());
+    throw Failure(message);
+  }
+}
+
 Source read_source(const std::string &path, const ReadOptions &options) {
   Source s;
   s.path = path;
   bool band_first = false;
-  // "file.mat:var" names a variable, not a file; a pipe (read into memory) can only be .npy or PNG.
+  // "file.mat:var" names a variable of a file; a pipe (or device) is read into memory once.
+  const Selector selected = split_selector(path);
   std::optional<InputFile> in;
   unsigned char head[8] = {};
   std::size_t got = 0;
-  if (exists(path) && !is_directory(path)) {
-    in.emplace(path);
+  if (exists(selected.file) && !is_directory(selected.file)) {
+    in.emplace(selected.file);
     got = in->read(head, sizeof head);
     in->rewind();
   }
-  const bool npy = is_npy(head, got), png_magic = is_png(head, got);
+  const bool whole_file = selected.name.empty();
+  const bool npy = whole_file && is_npy(head, got), png_magic = whole_file && is_png(head, got);
+  const bool pipe = in && in->in_memory();
   std::optional<Loaded> other;
-  if (!npy && !png_magic && !(in && in->in_memory()))
+  if (!npy && !png_magic && !pipe)
     other = read_other_format(path);  // before the name: a cube.npy beside a cube.hdr is ENVI data
+  else if (!npy && !png_magic && got > 0)
+    other = read_other_format_of_pipe(*in, selected.name);
   if (other) {
     s.format = other->format;
     s.array = std::move(other->array);
@@ -203,6 +238,10 @@ Source read_source(const std::string &path, const ReadOptions &options) {
     InputFile missing(path);  // says why it cannot be opened
   } else if (npy || (ends_with(path, ".npy") && !png_magic)) {
     s.array = read_npy(*in);  // a .npy name that is not one: says what is wrong with it
+  } else if (pipe && !png_magic && got > 0) {
+    throw Failure(path +
+                  ": cannot tell the format of a pipe from its first bytes: from a pipe or stdin hpipe "
+                  "reads .npy, PNG, MATLAB .mat, HDF5 and TIFF (ENVI needs its .hdr file)");
   } else {
     PngImage png = read_png(*in);  // reports a wrong magic for anything else
     s.format = Format::png;
