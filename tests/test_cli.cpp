@@ -1422,5 +1422,19 @@ TEST_F(Cli, BatchUsageErrorsNameTheArgument) {
   fails(batch({"meas", "-o", "o", "--gamma", "0.5"}), 2, {"hpipe recon gap-tv: --gamma applies to admm-tv only"});
 }
 
+// --scheduler without an importable hpipe package printed Python's ModuleNotFoundError traceback.
+// The package here is the source folder's without its compiled module, as in a build without
+// the Python module.
+TEST_F(Cli, BatchOnDaskWithoutThePythonPackageSaysHowToGetIt) {
+  if (std::system("python3 -c '' > /dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  write_measurements(*this, 1);
+  fs::create_directories(dir / "shadow" / "hpipe");
+  spill(dir / "shadow" / "hpipe" / "__init__.py", "from . import _core\n");
+  fails(batch({"meas", "-o", "o", "--scheduler", "tcp://127.0.0.1:9"}), 1,
+        {"--scheduler needs the hpipe Python package", "cannot import (", "import name '_core'",
+         "PYTHONPATH=python:build/python", "make install", "HPIPE_PYTHON"},
+        "PYTHONPATH=shadow PYTHONDONTWRITEBYTECODE=1 HPIPE_PYTHON=python3");
+}
+
 }  // namespace
 }  // namespace hpipe::test

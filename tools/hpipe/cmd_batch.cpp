@@ -400,11 +400,26 @@ Tally run_here(Context &ctx, const Plan &plan, const std::vector<std::size_t> &t
 
 // ---- Dask: the Python package runs the items as one-item shards of this same command ----
 
+// `python -m hpipe.batch`, but a package that cannot be imported is one error line saying how to
+// make it importable, not Python's traceback.
+const char kRunBatchModule[] = R"(import runpy, sys
+try:
+    import hpipe
+except ImportError as e:
+    if not (e.name or "").startswith("hpipe"):
+        raise
+    sys.exit("hpipe: error: --scheduler needs the hpipe Python package, which %s cannot import (%s): "
+             "build it (python3-dev, pybind11-dev) and put it on PYTHONPATH (from the source folder: "
+             "PYTHONPATH=python:build/python), or install it (make install, then its site-packages on "
+             "PYTHONPATH), or set HPIPE_PYTHON to a python3 that imports it" % (sys.executable, e))
+runpy.run_module("hpipe.batch", run_name="__main__", alter_sys=True)
+)";
+
 [[noreturn]] void run_on_dask(const Context &ctx, const Plan &plan) {
   const char *python = env("HPIPE_PYTHON");
   std::vector<std::string> argv = {python ? python : HPIPE_PYTHON_EXECUTABLE,
-                                   "-m",
-                                   "hpipe.batch",
+                                   "-c",
+                                   kRunBatchModule,
                                    "--scheduler",
                                    *ctx.value("--scheduler"),
                                    "--hpipe",
