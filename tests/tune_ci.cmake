@@ -79,7 +79,10 @@ if (STEP STREQUAL "defaults")
   file(WRITE "${WORK}/bad_op.json" "${bad}")
   string(REPLACE "\"block_w\": 32" "\"block_w\": \"wide\"" bad "${good}")
   file(WRITE "${WORK}/bad_value.json" "${bad}")
-  foreach (case bad_knob:unknown\ knob\ 'rows_per_tusk' bad_op:unknown\ op\ 'cassi_psi' bad_value:needs\ an\ integer)
+  string(REPLACE "\"block_w\": 32" "\"block_w\": \"32\"" bad "${good}")  # an integer in a string
+  file(WRITE "${WORK}/quoted_value.json" "${bad}")
+  foreach (case bad_knob:unknown\ knob\ 'rows_per_tusk' bad_op:unknown\ op\ 'cassi_psi' bad_value:needs\ an\ integer
+                quoted_value:needs\ an\ integer,\ got\ the\ string\ '32')
     string(REPLACE ":" ";" parts "${case}")
     list(GET parts 0 name)
     list(GET parts 1 message)
@@ -151,6 +154,16 @@ elseif (STEP STREQUAL "tune")
        "${gpu},\"knobs\":\"block_w=32,block_h=8\",\"is_default\":true,\"status\":\"ok\",\"time_ms\":0.5}\n"
        "${gpu},\"knobs\":\"block_w=64,block_h=4\",\"status\":\"ok\",\"time_ms\":0.25}\n"
        "${gpu},\"knobs\":\"block_w=16,block_h=1\",\"status\":\"wrong\",\"time_ms\":0.1}\n")
+  # A file with a record of knobs this build does not have (another version's) adds nothing.
+  file(WRITE "${WORK}/stale.jsonl"
+       "${gpu},\"knobs\":\"block_w=64,block_h=4\",\"status\":\"ok\",\"time_ms\":0.3}\n"
+       "${gpu},\"knobs\":\"block_x=32\",\"status\":\"ok\",\"time_ms\":0.2}\n")
+  run(2 "${TUNE}" import "${WORK}/stale.jsonl" --db "${db}")
+  expect_in("${err}" "stale.jsonl:2: knobs 'block_x=32' of cassi_forward on cuda are not this build's")
+  count_lines("${db}" "\"backend\":\"cuda\"" imported)
+  if (NOT imported EQUAL 0)
+    message(FATAL_ERROR "a refused import added ${imported} records")
+  endif ()
   run(0 "${TUNE}" import "${WORK}/results.jsonl" --db "${db}")
   run(0 "${TUNE}" import "${WORK}/results.jsonl" --db "${db}")
   count_lines("${db}" "\"backend\":\"cuda\"" imported)
@@ -169,6 +182,12 @@ elseif (STEP STREQUAL "tune")
   run(0 "${TUNE}" export --db "${db}" --out "${WORK}/tuned.json")
   run(1 "${TUNE}" export --db "${db}" --out "${WORK}/no/such/dir/tuned.json")  # was "wrote", exit 0
   expect_in("${err}" "hpipe-tune: error: --out ${WORK}/no/such/dir/tuned.json: cannot write: No such file")
+  # A GPU the database has no records of (a misspelt name exported the CPU's knobs alone).
+  run(2 "${TUNE}" export --db "${db}" --out "${WORK}/tuned_gpu.json" --gpu "No Such GPU")
+  expect_in("${err}" "hpipe-tune export: --gpu: no CUDA records of 'No Such GPU'; the database has '")
+  if (EXISTS "${WORK}/tuned_gpu.json")
+    message(FATAL_ERROR "export --gpu of an unknown GPU wrote a file")
+  endif ()
   file(READ "${WORK}/tuned.json" tuned)
   string(FIND "${tuned}" "\"rows_per_task\": 32, \"sum_per_vector\": 0" mixed)
   if (NOT mixed EQUAL -1)

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -196,14 +197,30 @@ int import_results(const std::string &results, const std::string &db) {
   if (!in) throw std::invalid_argument("cannot read results file '" + results + "'");
   std::set<std::string> have;
   for (const Record &r : load_records(db)) have.insert(to_json(r));
+  // Every record is read and checked before any is added: a bad line leaves the database as it was.
+  std::vector<Record> records;
   std::string line, error;
-  int added = 0, skipped = 0;
   for (int n = 1; std::getline(in, line); n++) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = results + ":" + std::to_string(n) + ": ";
     Record r;
     if (!from_json(line, r, error))
-      throw std::invalid_argument(results + ":" + std::to_string(n) + ": not a bundle record" +
-                                  (error.empty() ? "" : " (" + error + ")"));
+      throw std::invalid_argument(where + "not a bundle record" + (error.empty() ? "" : " (" + error + ")"));
+    // Knobs this build has no schedule for (another hpipe version's) would be exported, and fail
+    // only when a build reads them.
+    const auto op =
+        std::find_if(registry().begin(), registry().end(), [&](const TunableOp &o) { return o.name == r.op; });
+    if (op == registry().end()) throw std::invalid_argument(where + "op '" + r.op + "' is not one of this build's");
+    if (r.backend != "cpu" && r.backend != "cuda")
+      throw std::invalid_argument(where + "backend '" + r.backend + "', expected cpu or cuda");
+    if (r.scheduler == "knobs" && !(r.backend == "cpu" ? op->cpu : op->cuda).valid(r.knobs))
+      throw std::invalid_argument(where + "knobs '" + r.knobs + "' of " + r.op + " on " + r.backend +
+                                  " are not this build's (unknown knobs or an illegal combination: another hpipe "
+                                  "version's results?)");
+    records.push_back(r);
+  }
+  int added = 0, skipped = 0;
+  for (const Record &r : records) {
     if (have.insert(to_json(r)).second) {
       append_record(db, r);
       added++;

@@ -215,7 +215,8 @@ int main(int argc, char **argv) {
       min_time = std::atof(argv[++i]);
     } else {
       std::cerr << "usage: " << argv[0] << " [--out results.jsonl] [--min-time seconds]\n"
-                << "Verifies and times " << kVariantCount << " CUDA variants (" << kTarget << ").\n";
+                << "Verifies and times " << kVariantCount << (std::strstr(kTarget, "cuda") ? " CUDA" : " CPU")
+                << " variants (" << kTarget << ").\n";
       return a == "--help" ? 0 : 2;
     }
   }

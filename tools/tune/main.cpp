@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "tools/flush_stdout.h"
@@ -129,6 +130,16 @@ int export_knobs(const std::vector<Record> &records, const std::string &out_path
   const Record *cuda = nullptr;
   for (const Record &r : records)
     if (r.backend == "cuda" && (gpu.empty() || r.machine == gpu)) cuda = &r;  // the latest
+  if (!gpu.empty() && !cuda) {  // a misspelt name would export the CPU's knobs alone
+    std::set<std::string> gpus;
+    for (const Record &r : records)
+      if (r.backend == "cuda") gpus.insert(r.machine);
+    std::string known;
+    for (const auto &name : gpus) known += (known.empty() ? "" : ", ") + ("'" + name + "'");
+    std::cerr << "hpipe-tune export: --gpu: no CUDA records of '" << gpu << "'; the database has "
+              << (known.empty() ? "none" : known) << "\n";
+    return 2;
+  }
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_op;
   for (const auto &[op, text] : best_knobs(records, cpu)) by_op[op].push_back({"cpu", text});
   if (cuda)

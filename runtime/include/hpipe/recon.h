@@ -12,9 +12,9 @@
 //              unlike skimage's default, there is no early stop (eps = 0).
 //              vectorial = true: the band-coupled TV of Bresson & Chan (2008), sum_pixels
 //              sqrt(sum_c |grad u_c|^2): the same steps, with one shared divisor per pixel,
-//              1 + tau / weight * sqrt(sum_c |g_c|^2). It runs one kernel per dual step (the dual
-//              goes through memory), so it costs several cube passes per step; per band, every
-//              step stays in cache.
+//              1 + tau / weight * sqrt(sum_c |g_c|^2). It is one kernel for all its steps, which
+//              sweeps the image once as a wavefront, each step's dual kept in a ring of a few rows
+//              per band (docs/recon.md); per band, every step stays in cache.
 // gap_tv       x_0 = A^T y, y1 = 0; then per iteration (Yuan, "Generalized alternating projection
 //              based total variation minimization for compressive sensing", 2016):
 //                yb = A x;  y1 <- y1 + (y - yb);  x <- x + lambda A^T((y1 - yb) / Phi);  x <- TV(x)
@@ -26,9 +26,9 @@
 // One iteration is one kernel: A x, the data step (residual, divide, adjoint, update) and every
 // TV step are fused; the cube is read twice (for A x and for the data step) and written once.
 //
-// Backends: Options choose CPU or CUDA per kernel call. The iteration state lives on the host, so
-// on CUDA every iteration copies the state to the device and back (correct, not yet fast; the
-// CUDA kernels have not been run on a GPU yet).
+// Backends: Options choose CPU or CUDA per kernel call. The views must be host memory (CUDA
+// memory is refused); the iteration state lives on the host, so on CUDA every iteration copies
+// the state to the device and back.
 //
 // Accuracy: every operation is in the element type; in float32 the TV's per-pixel divisor is the
 // hardware reciprocal estimate refined by one Newton step (a few ulp). Against a double-precision implementation of
@@ -52,7 +52,7 @@ namespace hpipe {
 struct TvParams {
   double weight = 0.1;     // > 0: larger is smoother (skimage's `weight`)
   int iterations = 5;      // >= 1: Chambolle iterations (skimage's max_num_iter)
-  bool vectorial = false;  // band-coupled TV (see above); slower: one pass over the cube per step
+  bool vectorial = false;  // band-coupled TV (see above); slower: one sweep of the cube as a wavefront
 };
 
 enum class ReconMethod { gap_tv, admm_tv };
