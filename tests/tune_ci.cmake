@@ -65,6 +65,11 @@ if (STEP STREQUAL "defaults")
     expect_in("${err}" "hpipe-tune: ${option}: expected ${expected}")
     expect_in("${err}" "got '${value}'")
   endforeach ()
+  # Files that cannot be read are named as such.
+  run(2 "${TUNE}" defaults --check "${WORK}/no/such.json")
+  expect_in("${err}" "hpipe-tune: --check ${WORK}/no/such.json: cannot read it")
+  run(2 "${TUNE}" report --db "${WORK}/no/such.jsonl")
+  expect_in("${err}" "hpipe-tune: --db ${WORK}/no/such.jsonl: cannot read it")
   # A file that cannot be written is an error, not "wrote" (exit 0).
   run(1 "${TUNE}" defaults --out "${WORK}/no/such/dir/knobs.json")
   expect_in("${err}" "hpipe-tune: error: --out ${WORK}/no/such/dir/knobs.json: cannot write: No such file")

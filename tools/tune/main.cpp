@@ -164,6 +164,7 @@ int defaults(const std::string &out_path, const std::string &check_path) {
   const std::string text = defaults_json();
   if (!check_path.empty()) {
     std::ifstream in(check_path);
+    if (!in) throw std::invalid_argument("--check " + check_path + ": cannot read it");
     std::stringstream have;
     have << in.rdbuf();
     if (have.str() != text) {
@@ -260,7 +261,11 @@ int run(int argc, char **argv) {
     throw std::invalid_argument("--strategy is auto, exhaustive, random or greedy, got '" + o.strategy + "'");
 
   if (command == "tune") return tune(o);
-  if (command == "report") return print_report(load_records(o.db), std::cout), 0;
+  if (command == "report") {
+    if (!std::ifstream(o.db))
+      throw std::invalid_argument("--db " + o.db + ": cannot read it (run `hpipe-tune tune` first)");
+    return print_report(load_records(o.db), std::cout), 0;
+  }
   if (command == "export")
     return export_knobs(load_records(o.db), out.empty() ? "tuned_knobs.json" : out, o.target, gpu);
   if (command == "defaults") return defaults(out, check);
