@@ -1046,6 +1046,28 @@ TEST_F(Cli, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   EXPECT_TRUE(fs::exists(dir / "out/b.npy"));
 }
 
+// A batch removed the temporary file of a target's writer that was still running (two batches on
+// one folder, or an interrupted Dask batch's item still finishing): only dead writers' go.
+TEST_F(Cli, BatchLeavesARunningWritersTemporaryAlone) {
+  ok({"synth", "-o", "in/m.npy", "--mask", "mask.npy", "--bands", "4", "--height", "8", "--width", "8"});
+  fs::copy_file(dir / "in/m.npy", dir / "in/n.npy");
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  fs::create_directory(dir / "out");
+  const std::string running = ".m.npy.hpipe-" + std::string(host) + "-" + std::to_string(getpid()) + ".tmp";
+  const std::string left = ".n.npy.hpipe-" + std::string(host) + "-" + std::to_string(dead) + ".tmp";
+  spill(dir / "out" / running, "partial");
+  spill(dir / "out" / left, "partial");
+  ok({"batch", "cassi", "forward", "--mask", "mask.npy", "-o", "out", "-q", "--", "in"});
+  EXPECT_TRUE(fs::exists(dir / "out" / running));
+  EXPECT_FALSE(fs::exists(dir / "out" / left));
+  EXPECT_TRUE(fs::exists(dir / "out/m.npy") && fs::exists(dir / "out/n.npy"));
+}
+
 // A signal while recon writes -o left the --preview pictures' temporary files behind: the signal
 // handler knew only the newest output set.
 TEST_F(Cli, InterruptedReconRemovesEveryTemporaryFile) {

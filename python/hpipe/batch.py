@@ -37,7 +37,11 @@ def _command(hpipe_exe, args, *extra):
 
 def list_items(hpipe_exe, args):
     """The batch's items as ``hpipe batch --list --json`` gives them: the summary's result."""
-    proc = subprocess.run(_command(hpipe_exe, args, "--list", "--json", "--shard=0/1"), capture_output=True, text=True)
+    try:
+        proc = subprocess.run(_command(hpipe_exe, args, "--list", "--json", "--shard=0/1"), capture_output=True,
+                              text=True, errors="surrogateescape")
+    except OSError as e:  # no such command
+        raise BatchError(2, f"--hpipe {hpipe_exe}: cannot run it: {e.strerror}") from None
     if proc.returncode != 0:
         raise BatchError(proc.returncode, proc.stderr.strip())
     return json.loads(proc.stdout)["result"]
@@ -57,7 +61,9 @@ def run_item(hpipe_exe, args, index, count, cwd):
     Returns {"index", "status", "result" (the shard's summary, or None), "stderr"}."""
     cmd = _command(hpipe_exe, args, f"--shard={index}/{count}", "--workers=1", f"--threads={hpipe.num_threads()}",
                    "--json", "--quiet")
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, preexec_fn=_die_with_worker)
+    # Errors may name files whose names are not UTF-8: decoded as Python decodes file names.
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="surrogateescape",
+                          preexec_fn=_die_with_worker)
     result = json.loads(proc.stdout)["result"] if proc.stdout.startswith("{") else None
     return {"index": index, "status": proc.returncode, "result": result, "stderr": proc.stderr.strip()}
 
@@ -83,7 +89,7 @@ def collect(listing, futures, progress=None):
     from distributed import as_completed
 
     start = time.monotonic()
-    done, failures = 0, []
+    done, failures, clipped, clipped_items = 0, [], 0, []
     skipped = len(listing["list"]) - len(futures)
     by_index = {item["index"]: item for item in listing["list"]}
     for finished, future in enumerate(as_completed(futures), 1):
@@ -106,11 +112,14 @@ def collect(listing, futures, progress=None):
             done += r["result"]["done"]
             skipped += r["result"]["skipped"]
             failures += r["result"]["failures"]
+            clipped += r["result"].get("clipped", 0)
+            clipped_items += r["result"].get("clipped_items", [])
         if progress:
             progress(finished, len(futures))
     seconds = time.monotonic() - start
     return {"command": listing["command"], "items": listing["items"], "selected": listing["selected"], "done": done,
-            "skipped": skipped, "failed": len(failures), "failures": failures, "seconds": seconds,
+            "skipped": skipped, "failed": len(failures), "failures": failures, "clipped": clipped,
+            "clipped_items": clipped_items, "seconds": seconds,
             "items_per_s": done / seconds if seconds > 0 else 0.0}
 
 
@@ -136,6 +145,9 @@ def main(argv=None):
 
     try:
         c = client(opts.scheduler)
+    except ValueError as e:  # not an address
+        print(f"hpipe: error: --scheduler {opts.scheduler}: expected tcp://HOST:PORT ({e})", file=sys.stderr)
+        return 2
     except OSError as e:
         print(f"hpipe: error: --scheduler {opts.scheduler}: cannot connect to the Dask scheduler: {e}", file=sys.stderr)
         return 1
@@ -146,16 +158,25 @@ def main(argv=None):
     except BatchError as e:
         print(f"hpipe: error: {e}", file=sys.stderr)
         return e.status
+    except KeyboardInterrupt:  # items already running finish on their workers; a re-run skips them
+        print("hpipe: error: interrupted; items already running on the workers still finish", file=sys.stderr)
+        return 130
     for f in summary["failures"]:
         print(f"hpipe: error: {f['error'] if f['error'].startswith(f['input']) else f['input'] + ': ' + f['error']}",
               file=sys.stderr)
+    for item in summary["clipped_items"]:
+        if not opts.quiet:  # as the items' own warnings say it in a local batch
+            print(f"hpipe: warning: {item['output']}: {item['clipped']} values were outside the output type's range "
+                  "and were clipped (try --scale auto)", file=sys.stderr)
     summary["scheduler"] = opts.scheduler
     if opts.json:
         print(json.dumps({"command": "batch", "result": summary}))
     elif not opts.quiet:
+        clipped = (f"; {summary['clipped']} values clipped in {len(summary['clipped_items'])} items"
+                   if summary["clipped"] else "")
         print(f"batch {summary['command']}, {summary['selected']} items on {opts.scheduler}: {summary['done']} done, "
               f"{summary['skipped']} skipped, {summary['failed']} failed in {summary['seconds']:.2f} s "
-              f"({summary['items_per_s']:.3g} items/s)")
+              f"({summary['items_per_s']:.3g} items/s){clipped}")
     return 1 if summary["failed"] else 0
 
 

@@ -189,7 +189,7 @@ def test_the_command_runs_on_the_scheduler_and_a_corrupt_input_fails_alone(clien
     run = batch("--iters=5", "-o", "out", "--json")
     assert run.returncode == 1 and run.stdout.startswith("{"), run.stderr
     result = json.loads(run.stdout)["result"]
-    assert (result["done"], result["failed"]) == (3, 1), result
+    assert (result["done"], result["failed"], result["clipped"]) == (3, 1, 0), result
     assert result["failures"][0]["input"] == "meas/bad.npy"
     assert "hpipe: error: meas/bad.npy: " in run.stderr
     assert sorted(os.listdir(tmp_path / "out")) == ["y0.npy", "y1.npy", "y2.npy"]
@@ -200,3 +200,9 @@ def test_the_command_runs_on_the_scheduler_and_a_corrupt_input_fails_alone(clien
     assert json.loads(again.stdout)["result"]["skipped"] == 3
     usage = batch("--lambda=-1", "-o", "u")
     assert usage.returncode == 2 and "--lambda" in usage.stderr, usage.stderr
+    # A scheduler address that is none, and an hpipe command that is not there: one line, no traceback.
+    for options in (["--scheduler", "bogus"], ["--hpipe", "/no/such/hpipe", "--scheduler", client.scheduler.address]):
+        bad = subprocess.run([sys.executable, "-m", "hpipe.batch", *options, "--", *RECON, "-o", "v", "--", "meas"],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and bad.stderr.startswith("hpipe: error: "), bad.stderr
+        assert "Traceback" not in bad.stderr, bad.stderr

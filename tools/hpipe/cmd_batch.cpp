@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -382,7 +383,12 @@ Tally run_here(Context &ctx, const Plan &plan, const std::vector<std::size_t> &t
       ctx.note("done " + item.input + " -> " + item.output);
     } else {
       const std::string error = error_of(child.errors, status);
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 2 && std::filesystem::exists(item.output)) {
+        // Its output was written by another run while it waited or ran (two batches on one
+        // folder, a re-run while an interrupted run's items finish): the item is done.
+        tally.skipped++;
+        ctx.note("skipped " + item.input + ": " + item.output + " was written meanwhile");
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 2) {
         usage_error = error;  // the same for every item: stop starting new ones
       } else if (attempt < kAttempts) {
         ctx.warn(about(item, error) + " (retrying)");
@@ -483,7 +489,7 @@ int run_batch(Context &ctx) {
   const auto t0 = std::chrono::steady_clock::now();
   const Tally tally = ctx.timed("compute", [&] { return run_here(ctx, plan, todo, workers, threads); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::int64_t skipped = static_cast<std::int64_t>(selected.size() - todo.size());
+  const std::int64_t skipped = static_cast<std::int64_t>(selected.size() - todo.size()) + tally.skipped;
   const std::int64_t failed = static_cast<std::int64_t>(tally.failures.size());
   const double rate = seconds > 0 ? double(tally.done) / seconds : 0;
   ctx.summary.set("done", tally.done).set("skipped", skipped).set("failed", failed).set("failures", tally.failures);

@@ -110,14 +110,15 @@ void remove_temporaries(const std::string &dir, Stale stale) {
   }
 }
 
-// Removes the temporary files in `dir` that an hpipe of this machine left when it was killed with
-// SIGKILL or crashed (its PID no longer runs). Other machines' files are left alone: a folder
-// shared by cluster nodes holds their writes in progress, whose PIDs mean nothing here.
-void remove_stale_temporaries(const std::string &dir) {
-  remove_temporaries(dir, [](const TemporaryOwner &o) {
-    return o.host == host_name() && o.pid != getpid() && kill(o.pid, 0) != 0 && errno == ESRCH;
-  });
+// Whether this machine's hpipe that writes a temporary file no longer runs (killed with SIGKILL,
+// or crashed). Other machines' files are never judged so: a folder shared by cluster nodes holds
+// their writes in progress, whose PIDs mean nothing here.
+bool writer_is_dead(const TemporaryOwner &o) {
+  return o.host == host_name() && o.pid != getpid() && kill(o.pid, 0) != 0 && errno == ESRCH;
 }
+
+// Removes the temporary files in `dir` whose writer is dead.
+void remove_stale_temporaries(const std::string &dir) { remove_temporaries(dir, writer_is_dead); }
 
 }  // namespace
 
@@ -297,7 +298,9 @@ void OutputSet::remove_and_reraise(int sig) {
 
 void OutputSet::remove_leftovers(const std::string &target) {
   const std::string base = target.substr(target.rfind('/') + 1);  // npos + 1 == 0
-  remove_temporaries(folder_of(target), [&](const TemporaryOwner &o) { return o.base == base; });
+  // Only dead writers' files: another run may be writing the target now (two batches on one
+  // folder, or a batch's item still running on a Dask worker), and its file is its own.
+  remove_temporaries(folder_of(target), [&](const TemporaryOwner &o) { return o.base == base && writer_is_dead(o); });
 }
 
 void OutputSet::commit() {
