@@ -1370,13 +1370,19 @@ TEST_F(Cli, BatchFailsOnlyTheCorruptItemAndResumesOnlyMissingOnes) {
   // An interrupted run: two outputs missing, a killed writer's temporary file left behind.
   fs::remove(dir / "out" / "y1.npy");
   fs::remove(dir / "out" / "y2.npy");
-  spill(dir / "out" / ".y1.npy.hpipe-node7-4242.tmp", "half");  // on any machine
+  // On another machine: one written two hours ago is gone; one written just now may be running.
+  spill(dir / "out" / ".y1.npy.hpipe-node7-4242.tmp", "half");
+  fs::last_write_time(dir / "out" / ".y1.npy.hpipe-node7-4242.tmp",
+                      fs::file_time_type::clock::now() - std::chrono::hours(2));
+  spill(dir / "out" / ".y2.npy.hpipe-node8-4343.tmp", "half");
   fs::remove(dir / "meas" / "bad.npy");
   const auto untouched = fs::last_write_time(dir / "out" / "y0.npy");
   const Result again = ok(batch({"meas", "-o", "out", "--json"}));
   for (const char *part : {"\"done\": 2", "\"skipped\": 2", "\"failed\": 0"})
     EXPECT_NE(again.out.find(part), std::string::npos) << again.out << " lacks " << part;
-  EXPECT_EQ(names_in(dir / "out"), (std::set<std::string>{"y0.npy", "y1.npy", "y2.npy", "y3.npy"}));
+  EXPECT_EQ(names_in(dir / "out"),
+            (std::set<std::string>{".y2.npy.hpipe-node8-4343.tmp", "y0.npy", "y1.npy", "y2.npy", "y3.npy"}));
+  fs::remove(dir / "out" / ".y2.npy.hpipe-node8-4343.tmp");
   EXPECT_EQ(fs::last_write_time(dir / "out" / "y0.npy"), untouched);
   for (const auto &[n, bytes] : first) EXPECT_EQ(slurp(dir / "out" / n), bytes) << n;
   // --force redoes them all.

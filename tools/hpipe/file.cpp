@@ -9,6 +9,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <set>
@@ -106,7 +107,8 @@ void remove_temporaries(const std::string &dir, Stale stale) {
   if (!d) return;
   while (const dirent *e = readdir(d.get())) {
     const TemporaryOwner owner = temporary_owner(e->d_name);
-    if (owner.pid > 0 && stale(owner)) unlink((dir + "/" + e->d_name).c_str());
+    const std::string path = dir + "/" + e->d_name;
+    if (owner.pid > 0 && stale(owner, path)) unlink(path.c_str());
   }
 }
 
@@ -118,7 +120,16 @@ bool writer_is_dead(const TemporaryOwner &o) {
 }
 
 // Removes the temporary files in `dir` whose writer is dead.
-void remove_stale_temporaries(const std::string &dir) { remove_temporaries(dir, writer_is_dead); }
+void remove_stale_temporaries(const std::string &dir) {
+  remove_temporaries(dir, [](const TemporaryOwner &o, const std::string &) { return writer_is_dead(o); });
+}
+
+// A file a writer holds only while it writes, unchanged for an hour: its writer is gone (a lost
+// node), wherever it ran.
+bool untouched_for_an_hour(const std::string &path) {
+  struct stat s {};
+  return stat(path.c_str(), &s) == 0 && std::time(nullptr) - s.st_mtime > 3600;
+}
 
 }  // namespace
 
@@ -298,9 +309,11 @@ void OutputSet::remove_and_reraise(int sig) {
 
 void OutputSet::remove_leftovers(const std::string &target) {
   const std::string base = target.substr(target.rfind('/') + 1);  // npos + 1 == 0
-  // Only dead writers' files: another run may be writing the target now (two batches on one
+  // Only gone writers' files: another run may be writing the target now (two batches on one
   // folder, or a batch's item still running on a Dask worker), and its file is its own.
-  remove_temporaries(folder_of(target), [&](const TemporaryOwner &o) { return o.base == base && writer_is_dead(o); });
+  remove_temporaries(folder_of(target), [&](const TemporaryOwner &o, const std::string &path) {
+    return o.base == base && (writer_is_dead(o) || (o.host != host_name() && untouched_for_an_hour(path)));
+  });
 }
 
 void OutputSet::commit() {

@@ -89,9 +89,9 @@ class OutputSet {
   // Where to write target i: its temporary file.
   Destination destination(std::size_t i) const { return {temps_[i], targets_[i]}; }
   void commit();
-  // Removes the temporary files that this machine's writers of `target`, killed outright (SIGKILL),
-  // left beside it; a re-run calls it before writing the target again. A writer that still runs
-  // keeps its file; another machine's files stay (their PIDs mean nothing here).
+  // Removes the temporary files that writers of `target` killed outright (SIGKILL, a lost node)
+  // left beside it; a re-run calls it before writing the target again. A writer of this machine
+  // that still runs keeps its file, as does another machine's file written in the last hour.
   static void remove_leftovers(const std::string &target);
 
  private:
