@@ -1021,22 +1021,32 @@ TEST_F(Cli, NamedPipesAreReadOnce) {
   EXPECT_TRUE(fs::is_empty(dir / "tmp")) << "a temporary copy was left behind";
 }
 
+// The temporary file name this machine's process `pid` writes NAME to (file.cpp's), and the PID
+// of a process that has ended.
+std::string temporary_of(const std::string &name, pid_t pid) {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) ADD_FAILURE() << "gethostname failed";
+  return "." + name + ".hpipe-" + host + "-" + std::to_string(pid) + ".tmp";
+}
+pid_t ended_process() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  EXPECT_GT(pid, 0);
+  EXPECT_EQ(waitpid(pid, nullptr, 0), pid);
+  return pid;
+}
+
 // A killed hpipe leaves .NAME.hpipe-HOST-PID.tmp behind; the next write to that folder removes
 // those of this machine whose process is gone, and nothing else: in a folder shared by cluster
 // nodes, another machine's PID says nothing here (its writes in progress were deleted).
 TEST_F(Cli, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   cli::write_npy(path("a.npy"), raw({1, 2}, std::vector<float>{1, 2}, DType::f32));
-  const pid_t dead = fork();
-  if (dead == 0) _exit(0);
-  ASSERT_GT(dead, 0);
-  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
-  char host[256] = {};
-  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  const pid_t dead = ended_process();
   fs::create_directory(dir / "out");
-  const std::string stale = ".b.npy.hpipe-" + std::string(host) + "-" + std::to_string(dead) + ".tmp";
+  const std::string stale = temporary_of("b.npy", dead);
   const std::vector<std::string> kept = {
-      ".c.npy.hpipe-" + std::string(host) + "-" + std::to_string(getpid()) + ".tmp",  // this test: running
-      ".b.npy.hpipe-other-node-" + std::to_string(dead) + ".tmp",                     // another machine's
+      temporary_of("c.npy", getpid()),                             // this test: running
+      ".b.npy.hpipe-other-node-" + std::to_string(dead) + ".tmp",  // another machine's
       ".b.npy.hpipe-" + std::to_string(dead) + ".tmp", ".d.npy.hpipe-notes.tmp", "e.hpipe-x-1.tmp"};
   spill(dir / "out" / stale, "partial");
   for (const std::string &name : kept) spill(dir / "out" / name, "partial");
@@ -1051,15 +1061,8 @@ TEST_F(Cli, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
 TEST_F(Cli, BatchLeavesARunningWritersTemporaryAlone) {
   ok({"synth", "-o", "in/m.npy", "--mask", "mask.npy", "--bands", "4", "--height", "8", "--width", "8"});
   fs::copy_file(dir / "in/m.npy", dir / "in/n.npy");
-  const pid_t dead = fork();
-  if (dead == 0) _exit(0);
-  ASSERT_GT(dead, 0);
-  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
-  char host[256] = {};
-  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
   fs::create_directory(dir / "out");
-  const std::string running = ".m.npy.hpipe-" + std::string(host) + "-" + std::to_string(getpid()) + ".tmp";
-  const std::string left = ".n.npy.hpipe-" + std::string(host) + "-" + std::to_string(dead) + ".tmp";
+  const std::string running = temporary_of("m.npy", getpid()), left = temporary_of("n.npy", ended_process());
   spill(dir / "out" / running, "partial");
   spill(dir / "out" / left, "partial");
   ok({"batch", "cassi", "forward", "--mask", "mask.npy", "-o", "out", "-q", "--", "in"});
