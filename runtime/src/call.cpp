@@ -291,16 +291,10 @@ void Call::run_filled(double identity) {
       b.on_device = false;               // nothing of it is on a device
       continue;
     }
-    // The caller's CUDA memory: the values staged in host memory laid out as the view (Halide's
-    // copy moves only the view's elements), then copied up on the call's stream.
-    std::int64_t low = 0, high = 0;
-    for (int d = 0; d < b.rank; d++) {
-      const std::int64_t span = std::int64_t(b.dims[d].extent - 1) * b.dims[d].stride;
-      low += std::min<std::int64_t>(0, span);
-      high += std::max<std::int64_t>(0, span);
-    }
-    std::vector<unsigned char> staging(static_cast<std::size_t>(high - low + 1) * b.type.bytes());
-    buffer->host = staging.data() - low * b.type.bytes();
+    // The caller's CUDA memory: the values staged in host memory laid out as the view, over its
+    // footprint (Halide's copy moves only the view's elements), then copied up on the call's stream.
+    std::vector<unsigned char> staging(b.bytes.last - b.bytes.first);
+    buffer->host = staging.data() + (reinterpret_cast<std::uintptr_t>(b.data) - b.bytes.first);
     fill_elements(*buffer, identity);
     buffer->set_host_dirty(true);
     status = copy_to_device(&context_, buffer);
