@@ -711,6 +711,17 @@ TEST_F(Cli, MapAndLogsumexpErrorsNameTheArgument) {
 
 // ---- bad files ----
 
+// `data` as a zlib stream (PNG's IDAT, MAT's miCOMPRESSED).
+std::string deflated(const std::string &data) {
+  uLongf size = compressBound(data.size());
+  std::string packed(size, '\0');
+  EXPECT_EQ(compress(reinterpret_cast<Bytef *>(packed.data()), &size, reinterpret_cast<const Bytef *>(data.data()),
+                     data.size()),
+            Z_OK);
+  packed.resize(size);
+  return packed;
+}
+
 std::string chunk(const std::string &type, const std::string &data) {
   std::string c;
   const auto len = static_cast<std::uint32_t>(data.size());
@@ -799,14 +810,8 @@ TEST_F(Cli, BadNpyFilesFailCleanly) {
 // A v5 .mat file (as hpipe writes it) with its one variable deflated, as scipy.io.savemat(...,
 // do_compression=True) and MATLAB's default -v7 write it.
 std::string compressed_mat(const std::string &plain) {
-  const std::string element = plain.substr(128);
-  uLongf packed_size = compressBound(element.size());
-  std::string packed(packed_size, '\0');
-  EXPECT_EQ(compress(reinterpret_cast<Bytef *>(packed.data()), &packed_size,
-                     reinterpret_cast<const Bytef *>(element.data()), element.size()),
-            Z_OK);
-  packed.resize(packed_size);
-  const std::uint32_t tag[2] = {15, static_cast<std::uint32_t>(packed_size)};  // miCOMPRESSED
+  const std::string packed = deflated(plain.substr(128));
+  const std::uint32_t tag[2] = {15, static_cast<std::uint32_t>(packed.size())};  // miCOMPRESSED
   return plain.substr(0, 128) + std::string(reinterpret_cast<const char *>(tag), 8) + packed;
 }
 
@@ -888,13 +893,7 @@ std::string png_file(std::uint32_t width, std::uint32_t height, int depth, int c
   for (std::uint32_t v : {width, height})
     for (int s = 24; s >= 0; s -= 8) ihdr += char((v >> s) & 0xff);
   ihdr += {char(depth), char(colour), 0, 0, 0};
-  uLongf packed_size = compressBound(rows.size());
-  std::string packed(packed_size, '\0');
-  EXPECT_EQ(compress(reinterpret_cast<Bytef *>(packed.data()), &packed_size,
-                     reinterpret_cast<const Bytef *>(rows.data()), rows.size()),
-            Z_OK);
-  packed.resize(packed_size);
-  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + before_idat + chunk("IDAT", packed) +
+  return std::string("\x89PNG\r\n\x1a\n", 8) + chunk("IHDR", ihdr) + before_idat + chunk("IDAT", deflated(rows)) +
          chunk("IEND", "");
 }
 
@@ -1457,7 +1456,8 @@ TEST_F(Cli, BatchUsageErrorsNameTheArgument) {
 // The package here is the source folder's without its compiled module, as in a build without
 // the Python module.
 TEST_F(Cli, BatchOnDaskWithoutThePythonPackageSaysHowToGetIt) {
-  if (std::system("python3 -c '' > /dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  if (std::system("python3 -c '' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 is not installed: the launcher under test is a Python program";
   write_measurements(*this, 1);
   fs::create_directories(dir / "shadow" / "hpipe");
   spill(dir / "shadow" / "hpipe" / "__init__.py", "from . import _core\n");
