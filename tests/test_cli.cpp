@@ -1055,6 +1055,18 @@ TEST_F(Cli, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   EXPECT_TRUE(fs::exists(dir / "out/b.npy"));
 }
 
+// A pipe's copy for the readers by name (.mat, HDF5, TIFF) that a killed hpipe left in $TMPDIR is
+// removed by the next copy made there.
+TEST_F(Cli, APipesCopyLeftByAKilledReadIsRemoved) {
+  cli::write_npy(path("a.npy"), raw({1, 2}, std::vector<float>{1, 2}, DType::f32));
+  ok({"convert", "a.npy", "-o", "a.mat"});
+  fs::create_directory(dir / "tmp");
+  const std::string left = temporary_of("hpipe-pipe-0", ended_process());
+  spill(dir / "tmp" / left, "a copy");
+  ok({"info", "/dev/stdin"}, "cat a.mat | TMPDIR=tmp timeout 60");
+  EXPECT_TRUE(fs::is_empty(dir / "tmp")) << "a killed read's copy stayed";
+}
+
 // A batch removed the temporary file of a target's writer that was still running (two batches on
 // one folder, or an interrupted Dask batch's item still finishing): only dead writers' go.
 TEST_F(Cli, BatchLeavesARunningWritersTemporaryAlone) {

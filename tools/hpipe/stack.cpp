@@ -1,6 +1,7 @@
 #include "stack.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <unistd.h>
 
@@ -178,21 +179,22 @@ std::vector<std::string> expand_inputs(const std::vector<std::string> &specs) {
   return files;
 }
 
-// A pipe's bytes in a temporary file, for the readers that open files by name (matio, libhdf5,
-// libtiff), removed when done; their errors name the pipe.
+// A pipe's bytes in a temporary file for the readers that open files by name (matio, libhdf5,
+// libtiff); errors name the pipe. The copy is an output never committed: removed when done or
+// interrupted, and one that a killed hpipe left is removed by the next copy made in that folder.
 std::optional<Loaded> read_other_format_of_pipe(InputFile &in, const std::string &selected) {
+  static int copies = 0;  // a process may read several pipes
   const char *tmpdir = std::getenv("TMPDIR");
-  std::string temp = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/hpipe-pipe-XXXXXX";
-  const int fd = mkstemp(temp.data());
-  if (fd < 0) throw Failure(in.path() + ": cannot copy the pipe to " + temp + ": " + std::strerror(errno));
-  close(fd);
-  const struct Removed {
-    const std::string &path;
-    ~Removed() { std::remove(path.c_str()); }
-  } removed{temp};
+  const std::string dir = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  const OutputSet set({dir + "/hpipe-pipe-" + std::to_string(copies++)}, {}, true);
+  const std::string temp = set.destination(0).path;
   try {
+    // Only its owner may read it: a pipe's contents may be private, $TMPDIR shared.
+    const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) throw Failure(in.path() + ": cannot copy the pipe to " + dir + ": " + std::strerror(errno));
+    close(fd);
     const std::vector<unsigned char> bytes = in.read_all();
-    OutputFile copy(temp, in.path());
+    OutputFile copy(temp, in.path() + ": its copy in " + dir);
     copy.write(bytes.data(), bytes.size());
     copy.close();
     std::optional<Loaded> l = read_other_format(selected.empty() ? temp : temp + ":" + selected);
