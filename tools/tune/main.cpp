@@ -34,8 +34,9 @@ options:
   --db FILE            results database, JSON lines (default hpipe-tune.jsonl)
   --ops a,b            ops to tune or bundle (default: all)
   --budget 10m         time budget of the whole `tune` command (s, m or h; default 10m): shared
-                       out among the ops, the final re-measurement included; nothing new starts
-                       once it is spent (the variants being compiled then finish)
+                       out among the ops, the final re-measurement included; no compile or
+                       measurement starts that would end past it, as those before took (each
+                       op's default is measured whatever the budget)
   --max-variants N     knob variants per op (default 64)
   --strategy S         auto (exhaustive if the space fits, else random then greedy), exhaustive,
                        random, greedy (default auto)

@@ -157,6 +157,7 @@ struct Compiled {
   Halide::Pipeline pipeline;  // of built's outputs, JIT-compiled
   std::string error;
   double compile_s = 0;
+  bool started = false;  // false: not compiled, the budget would not allow it
 };
 
 struct Measured {
@@ -187,7 +188,7 @@ class CpuTuner {
     // compile, only within the budget.
     std::vector<Variant> first = {{"knobs", op_.cpu.defaults}};
     if (o_.inject_wrong) first.push_back({"test-corrupt", op_.cpu.defaults});
-    run_batch(first);
+    run_batch(first, true);
     if (o_.autoschedulers && !out_of_time()) run_batch({{"Adams2019", ""}, {"Mullapudi2016", ""}});
 
     std::vector<std::string> order = space;
@@ -239,11 +240,12 @@ class CpuTuner {
     for (const auto &[key, r] : known_) n += r.scheduler == "knobs";
     return n;
   }
-  // The search stops early enough to leave the confirm step its re-measurements, so that the op
-  // ends by its deadline.
-  bool out_of_time() const {
+  // Whether work of `next_s` seconds started now would leave the confirm step too little time for
+  // its re-measurements: the search stops early enough that the op ends by its deadline.
+  bool out_of_time(double next_s = 0) const {
     const double confirm_s = measured_ ? kConfirmed * measuring_s_ / measured_ : 0;
-    return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(confirm_s)) >=
+    return Clock::now() +
+               std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(next_s + confirm_s)) >=
            deadline_;
   }
 
@@ -285,7 +287,7 @@ class CpuTuner {
 
   Compiled compile(const Variant &v) const {
     Compiled c;
-    c.variant = v;
+    c.variant = v, c.started = true;
     const auto t0 = Clock::now();
     try {
       c.built = build_variant(op_, target_, v.scheduler, v.knobs, ctx_.threads);
@@ -366,7 +368,9 @@ class CpuTuner {
   }
 
   // Compiles the batch in parallel (o_.jobs threads), then measures its variants one at a time.
-  void run_batch(const std::vector<Variant> &batch) {
+  // Unless `required` (the default, the report's baseline), no compile or measurement starts that
+  // would end past the deadline, as the ones before took; those variants stay unmeasured.
+  void run_batch(const std::vector<Variant> &batch, bool required = false) {
     std::vector<Variant> todo;
     for (const auto &v : batch) {
       if (v.scheduler == "knobs") seen_this_run_.insert(v.knobs);
@@ -383,13 +387,18 @@ class CpuTuner {
     std::vector<Compiled> compiled(todo.size());
     std::atomic<std::size_t> next{0};
     std::vector<std::thread> workers;
+    const double compile_s = compiled_ ? compiling_s_ / compiled_ : 0;
     for (int j = 0; j < std::min<int>(o_.jobs, int(todo.size())); j++)
       workers.emplace_back([&] {
-        for (std::size_t i; (i = next++) < todo.size();) compiled[i] = compile(todo[i]);
+        for (std::size_t i; (i = next++) < todo.size();)
+          if (required || !out_of_time(compile_s)) compiled[i] = compile(todo[i]);
       });
     for (auto &w : workers) w.join();
+    for (const Compiled &c : compiled)
+      if (c.started) compiling_s_ += c.compile_s, compiled_++;
     cases();  // data made before timing starts
     for (const Compiled &c : compiled) {
+      if (!c.started || (!required && out_of_time(measured_ ? measuring_s_ / measured_ : 0))) continue;
       Record r = record_of(c.variant);
       r.compile_s = c.compile_s;
       if (!c.error.empty()) {
@@ -470,6 +479,8 @@ class CpuTuner {
   std::map<std::string, Compiled> verified_;  // knobs -> compiled, for the re-measurement
   int planned_ = 0, done_ = 0, resumed_ = 0, measured_ = 0;
   double measuring_s_ = 0;                      // in measure(), for out_of_time()'s estimate
+  double compiling_s_ = 0;                      // in compile() by run_batch's workers, and
+  int compiled_ = 0;                            // how many: out_of_time()'s estimate of a compile
   static constexpr std::size_t kConfirmed = 4;  // variants confirm() re-measures
 };
 
