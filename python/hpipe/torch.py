@@ -57,7 +57,9 @@ def _mask_gradient(cube, measurement, mask, step, axis):
     ones = torch.ones(height, width, dtype=cube.dtype, device=cube.device)
     displaced = cassi_adjoint(measurement, ones, bands, step, axis)
     summed = batch if mask.dim() == 3 else batch * bands
-    return batched_dot(cube.reshape(summed, -1).t(), displaced.reshape(summed, -1).t()).reshape(mask.shape)
+    # Sizes spelled out: a batch of 0 has no -1 to infer (its gradient is 0).
+    terms = mask.numel()
+    return batched_dot(cube.reshape(summed, terms).t(), displaced.reshape(summed, terms).t()).reshape(mask.shape)
 
 
 def _phi_gradient(mask, grad_phi, bands, step, axis):

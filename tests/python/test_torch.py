@@ -199,6 +199,17 @@ def test_empty_batches_flow_forward_and_backward():
     x = torch.rand(0, 4, 8, 8, dtype=torch.float64, requires_grad=True)
     ht.cassi_forward(x, torch.rand(8, 8, dtype=torch.float64)).sum().backward()
     assert x.grad.shape == x.shape
+    # A trainable mask of a batch of 0 gets a gradient of 0 (the backward pass raised: a reshape
+    # to (0, -1) has nothing to infer -1 from).
+    y = torch.rand(0, 8, 14, dtype=torch.float64)
+    for mask_shape in [(8, 8), (4, 8, 8)]:
+        calls = {"cassi_forward": lambda m: ht.cassi_forward(x.detach(), m),
+                 "cassi_adjoint": lambda m: ht.cassi_adjoint(y, m, 4),
+                 "cassi_pinv": lambda m: ht.cassi_pinv(y, m, 4)}
+        for name, call in calls.items():
+            mask = torch.rand(*mask_shape, dtype=torch.float64, requires_grad=True)
+            call(mask).sum().backward()
+            torch.testing.assert_close(mask.grad, torch.zeros_like(mask), rtol=0, atol=0, msg=f"{name} {mask_shape}")
     rows = torch.rand(3, 0, dtype=torch.float64, requires_grad=True)
     result = ht.logsumexp(rows, axis=1)
     torch.testing.assert_close(result, torch.logsumexp(rows.detach(), dim=1))
