@@ -14,6 +14,8 @@
 //            (K < 2^31). Row-major: 32 float lanes over chunks of 2048 elements; column-major:
 //            one float sum per 64 consecutive k.
 //   float64: the same orders in double:   |out[i] - exact| <= (100 + K / 1024) * eps64 * S.
+// The same values in the two layouts are summed in these different orders, so they may round
+// differently, each within the bound.
 // (For comparison, one serial float sum guarantees only about K * eps32 * S.)
 //
 // Outputs must not overlap inputs. N = 0 gives an empty result, K = 0 zeros (NumPy's).
