@@ -157,6 +157,16 @@ TEST_F(Formats, CassiFilesOfThePublishedCode) {
   expect_same(cli::read_npy(path("b.npy")), cli::read_npy(path("a.npy")));
   fails({"cassi", "pinv", "meas.mat", "--mask", "bad_shift.mat", "-o", "x.npy"}, 1,
         {"bad_shift.mat", "pre-shifted", "band 0 is non-zero outside its window for step 2"});
+  // phi has no measurement to tell the layout by: the pre-shifted mask is known by its zeros (it
+  // was shifted a second time: a wider, wrong phi), a mask non-zero outside the windows is unshifted.
+  run_ok({"cassi", "phi", "--mask", "mask.mat", "--bands", "6", "-o", "phi.npy"});
+  const Result p = ok({"cassi", "phi", "--mask", "mask_3d_shift.mat", "-o", "phi_shifted.npy", "--device", "cpu",
+                       "--json"});
+  EXPECT_NE(p.out.find("\"mask_preshifted\": true"), std::string::npos) << p.out;
+  expect_same(cli::read_npy(path("phi_shifted.npy")), cli::read_npy(path("phi.npy")));
+  const Result u = ok({"cassi", "phi", "--mask", "bad_shift.mat", "-o", "phi_bad.npy", "--device", "cpu", "--json"});
+  EXPECT_EQ(u.out.find("mask_preshifted"), std::string::npos) << u.out;
+  EXPECT_EQ(cli::read_npy(path("phi_bad.npy")).shape[1], cli::read_npy(path("phi.npy")).shape[1] + 5 * 2);
 }
 
 // ---- bad files: one line naming the file and what is wrong, no output, no crash ----

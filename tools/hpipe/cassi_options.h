@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -70,34 +71,43 @@ MaskData<T> read_mask(Context &ctx, const CassiArgs &r, std::vector<Source> &&so
 // of the pre-shifted mask is m_c exactly, so the mask is cropped to those windows and the
 // operators are the same. Recognised when a per-band mask spans `dispersed`, the measurement's
 // extent along the dispersion (not the cube's); a Failure when anything lies outside a window
-// (then it is not a pre-shifted mask for this step).
+// (then it is not a pre-shifted mask for this step). Without a measurement (`dispersed` 0: phi),
+// a per-band mask that is zero outside every band's window is taken as pre-shifted, any other
+// as unshifted.
 template <class T>
 void recover_preshifted_mask(Context &ctx, const CassiArgs &r, MaskData<T> &m, std::int64_t dispersed) {
   const std::int64_t s = std::abs(static_cast<std::int64_t>(r.d.step));
   if (!m.per_band() || s == 0 || m.stack.shape[0] < 2) return;
   const std::int64_t c = m.stack.shape[0], h = m.height(), w = m.width();
   const std::int64_t along = r.along_x() ? w : h, spread = (c - 1) * s;
-  if (along != dispersed || along <= spread) return;
+  if ((dispersed != 0 && along != dispersed) || along <= spread) return;
   const std::int64_t h2 = r.along_x() ? h : h - spread, w2 = r.along_x() ? w - spread : w;
-  hpipe::AlignedVector<T> cropped(static_cast<std::size_t>(c * h2 * w2));
   const std::int64_t lowest = std::min<std::int64_t>(0, (c - 1) * r.d.step);
-  for (std::int64_t b = 0; b < c; b++) {
-    const std::int64_t o = b * r.d.step - lowest;
-    for (std::int64_t y = 0; y < h; y++)
-      for (std::int64_t x = 0; x < w; x++) {
-        const T v = m.stack.data[static_cast<std::size_t>((b * h + y) * w + x)];
-        const std::int64_t u = r.along_x() ? x - o : y - o;  // position within band b's window
-        if (u >= 0 && u < along - spread) {
-          const std::int64_t yy = r.along_x() ? y : u, xx = r.along_x() ? u : x;
-          cropped[static_cast<std::size_t>((b * h2 + yy) * w2 + xx)] = v;
-        } else if (v != 0) {
-          throw Failure(r.mask_name + ": the per-band mask spans the measurement (" + std::to_string(h) + " x " +
-                        std::to_string(w) + ") as a pre-shifted mask (mask_3d_shift) would, but band " +
-                        std::to_string(b) + " is non-zero outside its window for step " + std::to_string(r.d.step) +
-                        " (at " + std::to_string(y) + ", " + std::to_string(x) + ")");
-        }
-      }
-  }
+  // Each element's band, row, column and position u within its band's window (in it: 0 <= u < along - spread).
+  const auto for_each = [&](const auto &f) {
+    for (std::int64_t b = 0; b < c; b++)
+      for (std::int64_t y = 0; y < h; y++)
+        for (std::int64_t x = 0; x < w; x++)
+          f(b, y, x, (r.along_x() ? x : y) - (b * r.d.step - lowest),
+            m.stack.data[static_cast<std::size_t>((b * h + y) * w + x)]);
+  };
+  std::optional<std::array<std::int64_t, 3>> outside;
+  for_each([&](std::int64_t b, std::int64_t y, std::int64_t x, std::int64_t u, T v) {
+    if (!outside && (u < 0 || u >= along - spread) && v != 0) outside = {b, y, x};
+  });
+  if (outside && dispersed == 0) return;
+  if (outside)
+    throw Failure(r.mask_name + ": the per-band mask spans the measurement (" + std::to_string(h) + " x " +
+                  std::to_string(w) + ") as a pre-shifted mask (mask_3d_shift) would, but band " +
+                  std::to_string((*outside)[0]) + " is non-zero outside its window for step " +
+                  std::to_string(r.d.step) + " (at " + std::to_string((*outside)[1]) + ", " +
+                  std::to_string((*outside)[2]) + ")");
+  hpipe::AlignedVector<T> cropped(static_cast<std::size_t>(c * h2 * w2));
+  for_each([&](std::int64_t b, std::int64_t y, std::int64_t x, std::int64_t u, T v) {
+    if (u < 0 || u >= along - spread) return;
+    const std::int64_t yy = r.along_x() ? y : u, xx = r.along_x() ? u : x;
+    cropped[static_cast<std::size_t>((b * h2 + yy) * w2 + xx)] = v;
+  });
   ctx.note(r.mask_name + ": a pre-shifted mask (mask_3d_shift layout): using each band's window, (" +
            std::to_string(c) + ", " + std::to_string(h2) + ", " + std::to_string(w2) + ")");
   ctx.summary.set("mask_preshifted", true);

@@ -20,6 +20,7 @@ int run(Context &ctx, const std::string &mode, const CassiArgs &r, std::vector<S
 
   if (mode == "phi") {
     const std::string out = ctx.checked_output_path();
+    recover_preshifted_mask(ctx, r, m, 0);  // no measurement: known by its zeros
     const std::int64_t c = r.bands.value_or(m.per_band() ? m.stack.shape[0] : 0);
     if (c < 1) throw UsageError("hpipe cassi phi: give --bands C (or a per-band mask)");
     const Shape3 meas = cassi_measurement_shape({1, c, m.height(), m.width()}, r.d);
