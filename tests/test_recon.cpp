@@ -355,7 +355,12 @@ TEST(ReconErrors, BadArgumentsNameTheArgument) {
   EXPECT_HPIPE_ERROR(tv_denoise(x.view(), TvParams{1e-40, 5}, cpu), "hpipe::tv_denoise: tv.weight", "got 1e-40");
   EXPECT_HPIPE_ERROR(
       gap_tv(y.view(), scene.mask.view(), with([](ReconParams &q) { q.lambda = 1e39; }), x.view(), {}, cpu),
-      "hpipe::gap_tv: lambda: expected a value from -3.40282e+35 to 3.40282e+35 (float32), got 1e+39");
+      "hpipe::gap_tv: lambda: expected a value > 0, at most 3.40282e+35 (float32), got 1e+39");
+  // lambda <= 0 takes no step towards the data (0) or away from it (the CLI refused it, the API did not).
+  for (const double lambda : {0.0, -1.0})
+    EXPECT_HPIPE_ERROR(
+        gap_tv(y.view(), scene.mask.view(), with([&](ReconParams &q) { q.lambda = lambda; }), x.view(), {}, cpu),
+        "hpipe::gap_tv: lambda: expected a value > 0", "got " + std::string(lambda == 0 ? "0" : "-1"));
   const Array<float, 3> short_y({1, 32, 40});
   EXPECT_HPIPE_ERROR(gap_tv(short_y.view(), scene.mask.view(), p, x.view(), {}, cpu),
                      "gap_tv: y: expected shape (1, 32, 51)", "got (1, 32, 40)");

@@ -149,12 +149,13 @@ inline constexpr const char *kTvDenoise =
     "\nExample:\n"
     "    >>> smooth = hpipe.tv_denoise(noisy[None], weight=0.1, iterations=10)\n";
 
-#define HPIPE_RECON_COMMON                                                                          \
-  "y: (B, H, W') measurement; mask as for cassi_forward; bands: C (from `out` or a per-band mask\n" \
-  "when not given). tv_weight, tv_iterations, vectorial: the TV step (see tv_denoise).\n"           \
-  "callback(info): called after every iteration with an hpipe.IterationInfo (iteration,\n"          \
-  "iterations, residual); an exception it raises (or Ctrl-C) ends the run. progress: draw a\n"      \
-  "progress bar on stderr. Returns x (B, C, H, W). Host memory only.\n"                             \
+#define HPIPE_RECON_COMMON                                                                           \
+  "y: (B, H, W') measurement; mask as for cassi_forward; bands: C (from `out` or a per-band mask\n"  \
+  "when not given). lam > 0: the data step. tv_weight, tv_iterations, vectorial: the TV step (see\n" \
+  "tv_denoise).\n"                                                                                   \
+  "callback(info): called after every iteration with an hpipe.IterationInfo (iteration,\n"           \
+  "iterations, residual); an exception it raises (or Ctrl-C) ends the run. progress: draw a\n"       \
+  "progress bar on stderr. Returns x (B, C, H, W). Host memory only.\n"                              \
   "Accuracy: float32 residuals within 1e-5 relative of a float64 run after 20 iterations.\n"
 
 inline constexpr const char *kGapTv =

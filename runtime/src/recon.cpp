@@ -181,9 +181,9 @@ View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &
   const Shape3 meas = detail::measurement_of(call.op(), "x", cube, d);
   check_shape(call, "y", y, meas, [&] { return detail::of_cube(cube, d); });
   check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, " (H', W') of y");
-  if (!(std::abs(p.lambda) <= kMostParameter<T>))
-    call.fail("lambda", "expected a value from " + number(-kMostParameter<T>) + " to " + number(kMostParameter<T>) +
-                            " (" + kTypeName<T> + "), got " + number(p.lambda));
+  if (!(p.lambda > 0 && p.lambda <= kMostParameter<T>))
+    call.fail("lambda", "expected a value > 0, at most " + number(kMostParameter<T>) + " (" + kTypeName<T> + "), got " +
+                            number(p.lambda));
   if (method == ReconMethod::admm_tv && !(p.gamma >= 0 && p.gamma <= kMostParameter<T>))
     call.fail("gamma", "expected a value from 0 to " + number(kMostParameter<T>) + " (" + kTypeName<T> + "), got " +
                            number(p.gamma));

@@ -60,7 +60,7 @@ enum class ReconMethod { gap_tv, admm_tv };
 struct ReconParams {
   Dispersion dispersion;   // as for the forward model that made y
   int iterations = 20;     // >= 0 outer iterations (0 returns the start, A^T y)
-  double lambda = 1.0;     // step of the data term
+  double lambda = 1.0;     // step of the data term, > 0
   double gamma = 0.01;     // ADMM only: >= 0, added to Phi
   bool accelerate = true;  // GAP only: the accelerated variant
   TvParams tv;
