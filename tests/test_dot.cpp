@@ -162,6 +162,17 @@ TEST(DotErrors, BadArgumentsNameTheArgument) {
                      "a: data pointer is null");
   for (std::int64_t i = 0; i < out.size(); i++) ASSERT_TRUE(std::isnan(out.data()[i]));
   EXPECT_EQ(to_doubles(a_copy), to_doubles(a));
+  // The interleaved path (transposed dense (K, N), N < 64): an out over the last products of a or
+  // b, which the kernel's views leave to the tail loop, was accepted and read back as it was written.
+  const std::int64_t n = 3, k = 2731, total = n * k;  // 64-lane rows cover 8184 of the 8193 products
+  auto both = random_array<float, 1>({2 * total}, 3);
+  const View<const float, 2> at(both.data(), {n, k}, {1, n}), bt(both.data() + total, {n, k}, {1, n});
+  for (float *place : {both.data() + total - 8, both.data() + 2 * total - 8}) {
+    const auto before = to_doubles(both);
+    EXPECT_HPIPE_ERROR(batched_dot(at, bt, View<float, 1>(place, {n}), cpu),
+                       place < both.data() + total ? "out: overlaps input a" : "out: overlaps input b");
+    EXPECT_EQ(to_doubles(both), before);
+  }
 }
 
 TEST(DotErrors, CudaRequestWithoutGpu) {

@@ -54,6 +54,9 @@ template <class T>
 void dot_interleaved(Call &call, const View<const T, 2> &a, const View<const T, 2> &b, const View<T, 1> &out) {
   const std::int64_t n = a.shape(0), total = a.shape(0) * a.shape(1);
   const std::int64_t lanes = n * ((kInterleavedLanes + n - 1) / n), rows = total / lanes, covered = rows * lanes;
+  // The kernel's views stop at `covered`; the tail after it is read here while out is written.
+  detail::check_disjoint("batched_dot", "out", out, "a", a);
+  detail::check_disjoint("batched_dot", "out", out, "b", b);
   Array<double, 1> partial({lanes});
   auto aa = call.input("a", View<const T, 2>(a.data(), {rows, lanes}));
   auto ba = call.input("b", View<const T, 2>(b.data(), {rows, lanes}));
