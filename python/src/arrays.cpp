@@ -372,7 +372,8 @@ Operand Call::read(py::handle object, const char *name, bool writable) {
     a.data = array->data;
     a.rank = array->nd;
     for (int d = 0; d < a.rank; d++) {
-      if (array->strides[d] % static_cast<Py_ssize_t>(itemsize) != 0)
+      // A dimension of extent 0 or 1 never steps: its stride may be anything, as NumPy takes it.
+      if (array->dimensions[d] > 1 && array->strides[d] % static_cast<Py_ssize_t>(itemsize) != 0)
         type_error(name, "strides in bytes must be multiples of the element size " + std::to_string(itemsize) +
                              ", got " + std::to_string(array->strides[d]) + " in dimension " + std::to_string(d));
       a.shape[d] = array->dimensions[d];

@@ -63,7 +63,8 @@ struct Footprint {
   std::uintptr_t period = 0, element_bytes = 0;
   // Whether the two may share a byte: their ranges intersect, and they do not interleave (as a
   // row's even and odd columns do: no start of an element of one falls, modulo the periods' gcd,
-  // within an element of the other). Exact for views of one stride each, conservative otherwise.
+  // within an element of the other). Exact for two views of one and the same stride; conservative
+  // otherwise (elements 0 and 3 against 1 and 6 overlap by this test).
   bool overlaps(const Footprint &other) const {
     if (memory != other.memory || !(first < other.last && other.first < last)) return false;
     const std::uintptr_t g = std::gcd(period, other.period);

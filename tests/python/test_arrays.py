@@ -32,6 +32,13 @@ def test_out_may_be_a_strided_view():
     hpipe.exp(x, out=base[::2, ::2])
     np.testing.assert_allclose(base[::2, ::2], np.exp(x), rtol=1e-15)
     assert np.isnan(base[1::2]).all() and np.isnan(base[:, 1::2]).all()
+    # A dimension of extent 1 or 0 never steps, so its stride may be anything, as NumPy takes it.
+    strided = np.lib.stride_tricks.as_strided
+    odd = strided(poisoned(8, np.float32), (2, 1), (4, 6))
+    hpipe.exp(np.ones((2, 1), np.float32), out=odd)
+    np.testing.assert_array_equal(odd, hpipe.exp(np.ones((2, 1), np.float32)))
+    assert hpipe.exp(strided(np.ones(8, np.float32), (0,), (6,))).shape == (0,)
+
 
 @pytest.mark.parametrize("make_view", [lambda a: a, lambda a: a.T, lambda a: a[::2, 1::3]],
                          ids=["dense", "transposed", "strided"])
