@@ -9,8 +9,11 @@ function(run)
   endif ()
 endfunction()
 run("${CMAKE_COMMAND}" --install "${BUILD}" --prefix "${WORK}/prefix")
+# hpipe's headers as a build without -isystem sees them (plain Makefiles, Bazel), under a strict
+# application's warnings: -Wsign-conversion found int indices into std::array in view.h.
 run("${CMAKE_COMMAND}" -S "${SOURCE}/examples/cassi_demo" -B "${WORK}/build" -DCMAKE_BUILD_TYPE=Release
-    "-DCMAKE_PREFIX_PATH=${WORK}/prefix")
+    "-DCMAKE_PREFIX_PATH=${WORK}/prefix" -DCMAKE_NO_SYSTEM_FROM_IMPORTED=ON
+    "-DCMAKE_CXX_FLAGS=-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion -Werror")
 run("${CMAKE_COMMAND}" --build "${WORK}/build")
 run("${WORK}/build/cassi_demo")
 # With -D PYTHON=<interpreter> -D PYTHON_DIR=<package dir under the prefix>: the Python package

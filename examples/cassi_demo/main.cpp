@@ -63,7 +63,9 @@ int main() try {
 
   // Reconstruction from the single measurement y: what `hpipe recon gap-tv|admm-tv --truth` prints.
   const hpipe::View<const float, 3> truth(scene.data(), {C, H, W});
-  const auto first = [&](const hpipe::Array<float, 4> &x) { return hpipe::View<const float, 3>(x.data(), {C, H, W}); };
+  const auto first = [&](const hpipe::Array<float, 4> &cube) {
+    return hpipe::View<const float, 3>(cube.data(), {C, H, W});
+  };
   const auto q_pinv = hpipe::band_quality(first(x_hat), truth);
   std::printf("pseudo-inverse: mean PSNR %.2f dB, mean SSIM %.4f\n", q_pinv.mean_psnr, q_pinv.mean_ssim);
   hpipe::ReconParams params;  // 20 iterations, lambda 1, TV weight 0.1 x 5 iterations, gamma 0.01

@@ -54,7 +54,7 @@ class View {
  public:
   using element_type = T;
   using value_type = std::remove_const_t<T>;
-  using Extents = std::array<std::int64_t, Rank>;
+  using Extents = std::array<std::int64_t, static_cast<std::size_t>(Rank)>;
   static constexpr int rank = Rank;
 
   View() = default;
@@ -71,8 +71,8 @@ class View {
   T *data() const { return data_; }
   const Extents &shape() const { return shape_; }
   const Extents &strides() const { return strides_; }
-  std::int64_t shape(int d) const { return shape_[d]; }
-  std::int64_t stride(int d) const { return strides_[d]; }
+  std::int64_t shape(int d) const { return shape_[static_cast<std::size_t>(d)]; }
+  std::int64_t stride(int d) const { return strides_[static_cast<std::size_t>(d)]; }
   Memory memory() const { return memory_; }
   // The product of the extents; an Error when it overflows int64.
   std::int64_t size() const { return detail::checked_product("view", shape_); }
@@ -83,15 +83,15 @@ class View {
     static_assert(sizeof...(I) == Rank, "one index per dimension");
     const std::int64_t idx[] = {static_cast<std::int64_t>(index)...};
     std::int64_t offset = 0;
-    for (int d = 0; d < Rank; d++) offset += idx[d] * strides_[d];
+    for (std::size_t d = 0; d < strides_.size(); d++) offset += idx[d] * strides_[d];
     return data_[offset];
   }
 
   // An Error when a stride overflows int64 (the outermost extent does not enter any stride).
   static Extents dense_strides(const Extents &shape) {
     Extents s{};
-    s[Rank - 1] = 1;
-    for (int d = Rank - 2; d >= 0; d--)
+    s.back() = 1;
+    for (std::size_t d = s.size() - 1; d-- > 0;)
       if (__builtin_mul_overflow(s[d + 1], shape[d + 1], &s[d]))
         detail::throw_shape_error("view", shape, "its dense strides overflow int64");
     return s;
@@ -139,7 +139,7 @@ class Array {
   operator View<const T, Rank>() const { return view(); }  // NOLINT
 
   const Extents &shape() const { return shape_; }
-  std::int64_t shape(int d) const { return shape_[d]; }
+  std::int64_t shape(int d) const { return shape_[static_cast<std::size_t>(d)]; }
   std::int64_t size() const { return static_cast<std::int64_t>(data_.size()); }
   T *data() { return data_.data(); }
   const T *data() const { return data_.data(); }
