@@ -49,6 +49,18 @@ TEST(Array, OwnsZeroedElementsAndHandsOutViews) {
   a(2, 4) = 1.5f;
   EXPECT_EQ(a.view()(2, 4), 1.5f);
   EXPECT_EQ(a.view().shape(), (std::array<std::int64_t, 2>{3, 5}));
+  // Copies are deep; a moved-from Array is empty (it kept its shape over no storage).
+  Array<float, 2> copy = a;
+  copy(2, 4) = 2.5f;
+  EXPECT_EQ(a(2, 4), 1.5f);
+  Array<float, 2> moved = std::move(a);
+  EXPECT_EQ(moved(2, 4), 1.5f);
+  EXPECT_EQ(a.shape(), (std::array<std::int64_t, 2>{0, 0}));  // NOLINT(bugprone-use-after-move)
+  EXPECT_EQ(a.size(), 0);
+  EXPECT_EQ(a.view().size(), 0);
+  copy = std::move(moved);
+  EXPECT_EQ(copy(2, 4), 1.5f);
+  EXPECT_EQ(moved.shape(), (std::array<std::int64_t, 2>{0, 0}));  // NOLINT(bugprone-use-after-move)
 }
 
 TEST(Mask, SharedMaskBroadcastsOverBands) {
@@ -58,6 +70,10 @@ TEST(Mask, SharedMaskBroadcastsOverBands) {
   EXPECT_EQ(shared.view().stride(0), 0);
   Array<float, 3> per({2, 4, 6});
   EXPECT_TRUE(Mask<float>(per.view()).per_band());
+  // Arrays are taken as they are for the cube: for the mask too.
+  const auto x = random_array<float, 4>({1, 2, 4, 6}, 1);
+  EXPECT_EQ(cassi_forward(x, m, Dispersion{1}).shape(), (std::array<std::int64_t, 3>{1, 4, 7}));
+  EXPECT_TRUE(Mask<float>(per).per_band());
 }
 
 TEST(Threads, SetAndReadBack) {

@@ -48,6 +48,9 @@ class Mask {
   Mask(View<const T, 3> per_band) : view_(per_band), per_band_(true) {}          // NOLINT
   Mask(View<T, 2> shared) : Mask(View<const T, 2>(shared)) {}                    // NOLINT
   Mask(View<T, 3> per_band) : Mask(View<const T, 3>(per_band)) {}                // NOLINT
+  // An Array too, as the ops take one for their other arguments (a view of it: keep it alive).
+  Mask(const Array<T, 2> &shared) : Mask(shared.view()) {}     // NOLINT
+  Mask(const Array<T, 3> &per_band) : Mask(per_band.view()) {}  // NOLINT
 
   bool per_band() const { return per_band_; }
   // As (C, H, W); a shared mask has one band with stride 0 until bound to a band count.

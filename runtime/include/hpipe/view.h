@@ -14,6 +14,7 @@
 #include <new>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "hpipe/error.h"
@@ -132,6 +133,20 @@ class Array {
   using Extents = typename View<T, Rank>::Extents;
   Array() = default;
   explicit Array(const Extents &shape) : shape_(shape), data_(count(shape)) {}
+  // Copies are deep; a moved-from Array is empty, its extents 0 (its shape and storage agree).
+  Array(const Array &) = default;
+  Array &operator=(const Array &) = default;
+  Array(Array &&other) noexcept : shape_(std::exchange(other.shape_, Extents{})), data_(std::move(other.data_)) {
+    other.data_.clear();
+  }
+  Array &operator=(Array &&other) noexcept {
+    if (this != &other) {
+      shape_ = std::exchange(other.shape_, Extents{});
+      data_ = std::move(other.data_);
+      other.data_.clear();
+    }
+    return *this;
+  }
 
   View<T, Rank> view() { return View<T, Rank>(data_.data(), shape_); }
   View<const T, Rank> view() const { return View<const T, Rank>(data_.data(), shape_); }
