@@ -363,7 +363,7 @@ TEST(ReconErrors, BadArgumentsNameTheArgument) {
         "hpipe::gap_tv: lambda: expected a value > 0", "got " + std::string(lambda == 0 ? "0" : "-1"));
   const Array<float, 3> short_y({1, 32, 40});
   EXPECT_HPIPE_ERROR(gap_tv(short_y.view(), scene.mask.view(), p, x.view(), {}, cpu),
-                     "gap_tv: y: expected shape (1, 32, 51)", "got (1, 32, 40)");
+                     "gap_tv: y: expected shape (1, 32, 51)", "(the output x), got (1, 32, 40)");
   const Array<float, 2> small_mask({32, 36});
   EXPECT_HPIPE_ERROR(gap_tv(y.view(), small_mask.view(), p, x.view(), {}, cpu), "mask: expected shape (32, 37)");
   EXPECT_HPIPE_ERROR(tv_denoise(x.view(), TvParams{0.1, 5}, poisoned<float, 4>({1, 8, 32, 36}).view(), cpu),

@@ -171,15 +171,16 @@ Array<T, 4> tv_allocated(View<const T, 4> x, const TvParams &tv, const Options &
   return out;
 }
 
-// The checks of one step: the cube-shaped views have the shape of `cube`, the measurement-shaped
-// ones that of the measurement, phi (H', W'). Returns the mask bound to the cube.
+// The checks of one step: the cube-shaped views have the shape of `cube` (the view `cube_name`),
+// the measurement-shaped ones that of the measurement, phi (H', W'). Returns the mask bound to the
+// cube.
 template <class T>
-View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &cube, View<const T, 3> y,
-                            const Mask<T> &mask, View<const T, 2> phi, const ReconParams &p) {
+View<const T, 3> check_step(const Call &call, ReconMethod method, const Shape4 &cube, const char *cube_name,
+                            View<const T, 3> y, const Mask<T> &mask, View<const T, 2> phi, const ReconParams &p) {
   const Dispersion d = p.dispersion;
   check_dispersion(call, d);
   const Shape3 meas = detail::measurement_of(call.op(), "x", cube, d);
-  check_shape(call, "y", y, meas, [&] { return detail::of_cube(cube, d); });
+  check_shape(call, "y", y, meas, [&] { return detail::of_cube(cube, d) + " (" + cube_name + ")"; });
   check_shape(call, "phi", phi, std::array<std::int64_t, 2>{meas[1], meas[2]}, " (H', W') of y");
   if (!(p.lambda > 0 && p.lambda <= kMostParameter<T>))
     call.fail("lambda", "expected a value > 0, at most " + number(kMostParameter<T>) + " (" + kTypeName<T> + "), got " +
@@ -196,7 +197,7 @@ void gap_step_impl(View<const T, 4> x, View<const T, 3> y1, View<const T, 3> y, 
                    View<const T, 2> phi, const ReconParams &p, View<T, 4> x_next, View<T, 3> y1_next,
                    const Options &options) {
   Call call("gap_tv_step", options);
-  const auto m = check_step<T>(call, ReconMethod::gap_tv, x.shape(), y, mask, phi, p);
+  const auto m = check_step<T>(call, ReconMethod::gap_tv, x.shape(), "x", y, mask, phi, p);
   check_shape(call, "y1", y1, y.shape(), " (the shape of y)");
   check_shape(call, "x_next", x_next, x.shape(), " (the shape of x)");
   check_shape(call, "y1_next", y1_next, y.shape(), " (the shape of y)");
@@ -219,7 +220,7 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
                     View<const T, 2> phi, const ReconParams &p, View<T, 4> theta_next, View<T, 4> b_next,
                     const Options &options) {
   Call call("admm_tv_step", options);
-  const auto m = check_step<T>(call, ReconMethod::admm_tv, theta.shape(), y, mask, phi, p);
+  const auto m = check_step<T>(call, ReconMethod::admm_tv, theta.shape(), "theta", y, mask, phi, p);
   check_shape(call, "b", b, theta.shape(), " (the shape of theta)");
   check_shape(call, "theta_next", theta_next, theta.shape(), " (the shape of theta)");
   check_shape(call, "b_next", b_next, theta.shape(), " (the shape of theta)");
@@ -254,7 +255,7 @@ Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, cons
   check_dispersion(call, p.dispersion);
   const Shape3 meas = detail::measurement_of(op, "x", x.shape(), p.dispersion);
   Array<T, 2> phi(std::array<std::int64_t, 2>{meas[1], meas[2]});
-  check_step<T>(call, method, x.shape(), y, mask, std::as_const(phi).view(), p);
+  check_step<T>(call, method, x.shape(), "the output x", y, mask, std::as_const(phi).view(), p);
   cassi_phi(mask, x.shape(1), p.dispersion, phi.view(), options);
   return phi;
 }
