@@ -1,7 +1,9 @@
 """hpipe over Dask: the operations mapped over Dask arrays chunked along the batch axis.
 
 Each function takes Dask arrays (or NumPy arrays, wrapped with one chunk) and returns a lazy Dask
-array whose blocks are computed by the hpipe function of the same name, one task per batch chunk::
+array whose blocks are computed by the hpipe function of the same name, one task per batch chunk.
+A bad call is refused while the graph is built, by hpipe's own checks (run on batches of 0
+items). In a script, under ``if __name__ == "__main__":``, as any cluster of worker processes needs::
 
     import dask.array as da, hpipe.dask as hd
     y = da.from_zarr("measurements.zarr")              # (B, H, W'), chunks (8, H, W')
@@ -98,17 +100,39 @@ def _batched(x, name, ndim):
     return x
 
 
-def _same_dtype(op, first_name, first, name, other):
-    """hpipe's TypeError for mixed dtypes, raised while the graph is built rather than in its tasks."""
-    if other.dtype != first.dtype:
-        raise TypeError(f"hpipe.dask.{op}: {name}: expected {first.dtype} like {first_name}, got {other.dtype}")
+def _empty(x):
+    """A NumPy array of x's dtype and trailing shape with no items (a batch of 0)."""
+    return np.empty((0,) + tuple(x.shape[1:]), x.dtype)
+
+
+def _checked(op, *args, **kwargs):
+    """hpipe.<op> run here on the call's arguments with their batches of 0 items (`_empty`): its own
+    checks (shapes, dtypes, parameters, keywords) refuse a bad call while the graph is built, in
+    hpipe.dask's name, rather than in every task. Returns the empty result, whose trailing shape is
+    the output's. (Device "cuda" is checked as a name only: the GPUs may be the workers'.)"""
+    if kwargs.get("device") == "cuda":
+        kwargs["device"] = "cpu"
+    try:
+        return getattr(hpipe, op)(*args, **kwargs)
+    except (TypeError, ValueError) as e:  # hpipe.Error is a ValueError
+        raise type(e)(str(e).replace(f"hpipe.{op}", f"hpipe.dask.{op}", 1)) from None
+
+
+def _same_batch(op, first_name, first, name, other):
+    """The batch extents of two arguments agree (a batch of 0 items cannot tell)."""
+    if other.shape[0] != first.shape[0]:
+        raise ValueError(f"hpipe.dask.{op}: {name}: expected {first.shape[0]} rows like {first_name}, "
+                         f"got shape {other.shape}")
 
 
 def _call(op, *args, **kwargs):
     # Tasks name the op: pybind11's functions do not pickle, a function of this module does.
     # Arrays that arrive over the network may sit at any byte offset of a frame; hpipe needs
-    # them aligned to their element size, so those few are copied.
-    args = [np.require(a, requirements="A") if isinstance(a, np.ndarray) else a for a in args]
+    # them aligned to their element size, so those few are copied. A block of more than 4
+    # dimensions may be a strided view of an array (da.from_array's) whose layout hpipe cannot
+    # merge into 4: it is copied densely too.
+    args = [np.require(a, requirements="A" if a.ndim <= 4 else "AC") if isinstance(a, np.ndarray) else a
+            for a in args]
     return getattr(hpipe, op)(*args, **kwargs)
 
 
@@ -132,41 +156,34 @@ def _map_batch(op, x, shared, tail, dtype, **kwargs):
     return da.Array(graph, name, (x.chunks[0],) + tuple((t,) for t in tail), dtype=dtype)
 
 
-def _dispersed(bands, height, width, step, axis):
-    """The measurement (H', W') of a cube (C, H, W) through a dispersion (as hpipe::cassi)."""
-    spread = (bands - 1) * abs(step)
-    return (height, width + spread) if axis == "width" else (height + spread, width)
-
-
-def _cube(y, mask, bands, step, axis):
-    """The cube shape (C, H, W) behind measurements y (B, H', W') through `mask`."""
-    height, width = mask.shape[-2:]
-    if bands is None and mask.ndim == 3:
-        bands = mask.shape[0]
-    if bands is None:
-        along, mask_along = (y.shape[2], width) if axis == "width" else (y.shape[1], height)
-        if step == 0 or (along - mask_along) % abs(step):
-            raise ValueError(f"hpipe.dask: bands: give the band count (the measurement {y.shape[1:]} and mask "
-                             f"{mask.shape} do not tell it with step {step})")
-        bands = (along - mask_along) // abs(step) + 1
-    return (bands, height, width)
+def _bands(op, y, mask, step, axis):
+    """The band count behind measurements y (B, H', W') through a shared (H, W) mask, from the
+    extents along the dispersion: H' or W' = H or W + (C - 1) |step|, C >= 1."""
+    along, mask_along = (y.shape[2], mask.shape[-1]) if axis == "width" else (y.shape[1], mask.shape[-2])
+    spread = along - mask_along
+    if not isinstance(step, int) or step == 0 or spread < 0 or spread % abs(step):
+        raise ValueError(f"hpipe.dask.{op}: bands: give the band count (the measurement {y.shape[1:]} and mask "
+                         f"{mask.shape} do not tell it with step {step!r} along {axis})")
+    return spread // abs(step) + 1
 
 
 def cassi_forward(x, mask, step=2, axis="width", device="auto"):
     """hpipe.cassi_forward per chunk: x (B, C, H, W) -> y (B, H', W')."""
     x = _batched(x, "x", 4)
     mask = np.asarray(mask)
-    _same_dtype("cassi_forward", "x", x, "mask", mask)
-    tail = _dispersed(x.shape[1], x.shape[2], x.shape[3], step, axis)
-    return _map_batch("cassi_forward", x, [mask], tail, x.dtype, step=step, axis=axis, device=device)
+    kwargs = dict(step=step, axis=axis, device=device)
+    tail = _checked("cassi_forward", _empty(x), mask, **kwargs).shape[1:]
+    return _map_batch("cassi_forward", x, [mask], tail, x.dtype, **kwargs)
 
 
 def _inverse(op, y, mask, bands, step, axis, device, **params):
     y = _batched(y, "y", 3)
     mask = np.asarray(mask)
-    _same_dtype(op, "y", y, "mask", mask)
-    cube = _cube(y, mask, bands, step, axis)
-    return _map_batch(op, y, [mask], cube, y.dtype, bands=cube[0], step=step, axis=axis, device=device, **params)
+    if bands is None and mask.ndim == 2:
+        bands = _bands(op, y, mask, step, axis)
+    kwargs = dict(bands=bands, step=step, axis=axis, device=device, **params)
+    cube = _checked(op, _empty(y), mask, **kwargs).shape[1:]
+    return _map_batch(op, y, [mask], cube, y.dtype, **kwargs)
 
 
 def cassi_adjoint(y, mask, bands=None, step=2, axis="width", device="auto"):
@@ -205,6 +222,7 @@ def _elementwise(op):
     def apply(x, device="auto"):
         client()
         x = x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks=-1)
+        _checked(op, np.empty(0, x.dtype), device=device)
         return da.map_blocks(_task(op, device=device), x, dtype=x.dtype, name=_key_name(op, x, device))
 
     apply.__name__ = apply.__qualname__ = op
@@ -217,13 +235,25 @@ log = _elementwise("log")
 erf = _elementwise("erf")
 
 
-def logsumexp(x, axis, device="auto"):
-    """hpipe.logsumexp along `axis`, which is made one chunk; the other axes keep their chunks.
-    x has rank 2 to 4; the axis is dropped."""
+def _logsumexp_kept(x, axis=None, keepdims=True, device="auto", **_):
+    """da.reduction's chunk, combine and aggregate for the logsumexp of every element: x's, as an
+    array of x's rank (keepdims) or 0-d. (logsumexp of logsumexps is the logsumexp of all.)"""
+    value = hpipe.logsumexp(np.require(x, requirements="A"), device=device)
+    return np.full((1,) * x.ndim if keepdims else (), value, x.dtype)
+
+
+def logsumexp(x, axis=None, device="auto"):
+    """hpipe.logsumexp along `axis`, which is made one chunk; the other axes keep their chunks
+    (x of rank 1 to 4; the axis is dropped). axis=None: of every element (any rank), each block's
+    by hpipe, then theirs: a 0-d array."""
     client()
     x = x if isinstance(x, da.Array) else da.from_array(np.asarray(x), chunks=-1)
-    if not 2 <= x.ndim <= 4 or not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"hpipe.dask.logsumexp: x of rank 2 to 4 and an axis of it, got shape {x.shape}, axis {axis}")
+    if axis is None:
+        _checked("logsumexp", np.empty(0, x.dtype), device=device)
+        kept = functools.partial(_logsumexp_kept, device=device)
+        return da.reduction(x, kept, kept, combine=kept, axis=None, keepdims=False, dtype=x.dtype,
+                            meta=np.empty((), x.dtype), name=_key_name("logsumexp", x, None, device))
+    _checked("logsumexp", np.empty((0,) * x.ndim, x.dtype), axis, device=device)
     axis %= x.ndim
     x = x.rechunk({axis: -1})
     return da.map_blocks(_task("logsumexp", axis=axis, device=device), x, drop_axis=axis,
@@ -233,10 +263,11 @@ def logsumexp(x, axis, device="auto"):
 def batched_dot(a, b, device="auto"):
     """hpipe.batched_dot per row chunk: a, b (N, K) -> (N,); b takes a's row chunks."""
     a = _batched(a, "a", 2)
-    b = _batched(b, "b", 2).rechunk(a.chunks)
-    _same_dtype("batched_dot", "a", a, "b", b)
+    b = _batched(b, "b", 2)
+    _same_batch("batched_dot", "a", a, "b", b)
+    _checked("batched_dot", _empty(a), _empty(b), device=device)
     client()
-    return da.map_blocks(_task("batched_dot", device=device), a, b, drop_axis=1, dtype=a.dtype,
+    return da.map_blocks(_task("batched_dot", device=device), a, b.rechunk(a.chunks), drop_axis=1, dtype=a.dtype,
                          name=_key_name("batched_dot", a, b, device))
 
 
@@ -245,17 +276,16 @@ def conv1d(a, v, mode="full", device="auto"):
     worker once) or v (N, Lv) one row per signal (chunked as a) -> (N, Lout), np.convolve's
     lengths: La + Lv - 1 (full), max(La, Lv) (same), max - min + 1 (valid)."""
     a = _batched(a, "a", 2)
-    v = v if isinstance(v, da.Array) else np.asarray(v)
-    _same_dtype("conv1d", "a", a, "v", v)
-    la = a.shape[1]
-    lv = v.shape[-1]
-    lengths = {"full": la + lv - 1, "same": max(la, lv), "valid": max(la, lv) - min(la, lv) + 1}
-    if mode not in lengths:
-        raise ValueError(f"hpipe.dask.conv1d: mode: expected full, same or valid, got {mode!r}")
-    if getattr(v, "ndim", 1) == 1:
-        return _map_batch("conv1d", a, [v], (lengths[mode],), a.dtype, mode=mode, device=device)
-    v = _batched(v, "v", 2).rechunk((a.chunks[0], (lv,)))
+    per_row = np.ndim(v) == 2
+    if per_row:
+        v = _batched(v, "v", 2)
+        _same_batch("conv1d", "a", a, "v", v)
+    else:
+        v = np.asarray(v)  # a Dask kernel computed: one key of the graph
+    kwargs = dict(mode=mode, device=device)
+    tail = _checked("conv1d", _empty(a), _empty(v) if per_row else v, **kwargs).shape[1:]
+    if not per_row:
+        return _map_batch("conv1d", a, [v], tail, a.dtype, **kwargs)
     client()
-    return da.map_blocks(_task("conv1d", mode=mode, device=device), a, v,
-                         chunks=(a.chunks[0], (lengths[mode],)), dtype=a.dtype,
-                         name=_key_name("conv1d", a, v, mode, device))
+    return da.map_blocks(_task("conv1d", **kwargs), a, v.rechunk((a.chunks[0], (v.shape[1],))),
+                         chunks=(a.chunks[0], tail), dtype=a.dtype, name=_key_name("conv1d", a, v, mode, device))
