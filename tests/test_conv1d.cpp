@@ -107,6 +107,11 @@ TEST(Conv1dValues, SmallExampleLikeNumpy) {
   EXPECT_EQ(conv1d_length(5, 7, ConvMode::same), 7);
   EXPECT_EQ(conv1d_length(5, 7, ConvMode::valid), 3);
   EXPECT_EQ(conv1d_length(5, 7, ConvMode::full), 11);
+  // Lengths below 1 are errors, as the shape helpers of the other families give them (they gave 2, 9, 3).
+  EXPECT_HPIPE_ERROR(conv1d_length(0, 3, ConvMode::full), "conv1d_length: la: expected at least 1, got 0");
+  EXPECT_HPIPE_ERROR(conv1d_length(-5, 3, ConvMode::valid), "conv1d_length: la: expected at least 1, got -5");
+  EXPECT_HPIPE_ERROR(conv1d_length(3, 0, ConvMode::same), "conv1d_length: lv: expected at least 1, got 0");
+  EXPECT_HPIPE_ERROR(conv1d_length(3, 2, static_cast<ConvMode>(7)), "conv1d_length: mode: expected ConvMode::full");
 }
 
 // a with an innermost stride of 2 (copied densely), a transposed view, kernels with a row

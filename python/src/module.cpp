@@ -190,8 +190,10 @@ py::object conv1d(py::handle a_object, py::handle v_object, py::handle mode_obje
   call.require_rank(a, "a", 2, "(N, La)");
   const Operand v = call.input(v_object, "v");
   call.require_rank(v, "v", 1, 2, "((N, Lv) per row, or (Lv,) shared)");
+  // Lengths below 1 are left to hpipe::conv1d, which names the argument: no columns for them.
+  const std::int64_t la = a.shape[1], lv = v.shape[v.rank - 1];
   const Operand out =
-      call.output(out_object, "out", {a.shape[0], conv1d_length(a.shape[1], v.shape[v.rank - 1], mode)});
+      call.output(out_object, "out", {a.shape[0], la >= 1 && lv >= 1 ? conv1d_length(la, lv, mode) : 0});
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
     py::gil_scoped_release nogil;

@@ -37,22 +37,29 @@ std::int64_t full_offset(std::int64_t la, std::int64_t lv, ConvMode mode) {
   return 0;
 }
 
+// The mode and the shapes of a (N, La) and of the kernels, v (N, Lv) or, `shared`, (Lv) (v's
+// first extent unused), checked before anything is computed from them.
+void check_arguments(ConvMode mode, const Shape2 &a, bool shared, const Shape2 &v) {
+  if (mode != ConvMode::full && mode != ConvMode::same && mode != ConvMode::valid)
+    detail::fail("conv1d", "mode", "must be ConvMode::full, same or valid, got " + std::to_string(int(mode)));
+  if (a[0] < 0 || a[1] < 1)  // rows of no elements have no convolution, as in np.convolve
+    detail::fail("conv1d", "a", "expected shape (N, La) with La >= 1, got " + shape_string(a));
+  if (shared) {
+    if (v[1] < 1) detail::fail("conv1d", "v", "expected a kernel of length at least 1, got shape (0,)");
+  } else {
+    if (v[1] < 1 || v[0] != a[0])
+      detail::fail("conv1d", "v",
+                   "expected shape (" + std::to_string(a[0]) + ", Lv) with Lv >= 1 (one kernel per row of a), got " +
+                       shape_string(v));
+  }
+}
+
 // `v` is (N, Lv); a shared kernel arrives here with a row stride of 0.
 template <class T>
 void conv1d_impl(View<const T, 2> a, View<const T, 2> v, bool shared, ConvMode mode, View<T, 2> out,
                  const Options &options) {
   Call call("conv1d", options);
-  if (mode != ConvMode::full && mode != ConvMode::same && mode != ConvMode::valid)
-    call.fail("mode", "must be ConvMode::full, same or valid, got " + std::to_string(int(mode)));
-  if (a.shape(0) < 0 || a.shape(1) < 1)  // rows of no elements have no convolution, as in np.convolve
-    call.fail("a", "expected shape (N, La) with La >= 1, got " + shape_string(a.shape()));
-  if (shared) {
-    if (v.shape(1) < 1) call.fail("v", "expected a kernel of length at least 1, got shape (0,)");
-  } else {
-    if (v.shape(1) < 1 || v.shape(0) != a.shape(0))
-      call.fail("v", "expected shape (" + std::to_string(a.shape(0)) +
-                         ", Lv) with Lv >= 1 (one kernel per row of a), got " + shape_string(v.shape()));
-  }
+  check_arguments(mode, a.shape(), shared, v.shape());
   const std::int64_t la = a.shape(1), lv = v.shape(1);
   const Shape2 expected{a.shape(0), conv1d_length(la, lv, mode)};
   if (out.shape() != expected)
@@ -90,6 +97,7 @@ Array<T, 2> conv1d_allocating(View<const T, 2> a, View<const T, VRank> v, ConvMo
   // The arguments' limits before the allocation (so that a call that would fail allocates nothing).
   detail::check_kernel_buffer<T>("conv1d", "a", detail::one_item(a.shape()));  // larger batches run in parts
   detail::check_kernel_buffer<T>("conv1d", "v", detail::one_item(v.shape()));
+  check_arguments(mode, a.shape(), VRank == 1, Shape2{v.shape(0), v.shape(VRank - 1)});
   const std::array<std::int64_t, 2> shape{a.shape(0), conv1d_length(a.shape(1), v.shape(VRank - 1), mode)};
   detail::check_kernel_buffer<T>("conv1d", "out", detail::one_item(shape));
   Array<T, 2> out(shape);
@@ -104,10 +112,14 @@ Array<T, 2> conv1d_allocating(View<const T, 2> a, View<const T, VRank> v, ConvMo
 }  // namespace
 
 std::int64_t conv1d_length(std::int64_t la, std::int64_t lv, ConvMode mode) {
+  if (la < 1) detail::fail("conv1d_length", "la", "expected at least 1, got " + std::to_string(la));
+  if (lv < 1) detail::fail("conv1d_length", "lv", "expected at least 1, got " + std::to_string(lv));
   switch (mode) {
     case ConvMode::same: return std::max(la, lv);
     case ConvMode::valid: return std::max(la, lv) - std::min(la, lv) + 1;
     case ConvMode::full: break;
+    default:
+      detail::fail("conv1d_length", "mode", "expected ConvMode::full, same or valid, got " + std::to_string(int(mode)));
   }
   std::int64_t length = 0;
   if (__builtin_add_overflow(la, lv - 1, &length))

@@ -24,7 +24,7 @@ namespace hpipe {
 
 enum class ConvMode { full, same, valid };
 
-// Output length of np.convolve(a, v, mode) for lengths la, lv >= 1.
+// Output length of np.convolve(a, v, mode) for lengths la, lv >= 1 (hpipe::Error otherwise).
 std::int64_t conv1d_length(std::int64_t la, std::int64_t lv, ConvMode mode);
 const char *to_string(ConvMode mode);
 
