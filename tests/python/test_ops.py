@@ -234,8 +234,10 @@ def test_reconstruction_progress_bar_and_callback_errors(rng, capsys):
         if info.iteration == 2:
             raise KeyError("stop here")
 
+    out = np.full(x.shape, np.nan, np.float32)
     with pytest.raises(KeyError, match="stop here"):
-        hpipe.admm_tv(y, mask, bands=C, iterations=5, callback=stop)
+        hpipe.admm_tv(y, mask, bands=C, iterations=5, callback=stop, out=out)
+    assert np.isnan(out).all()  # as documented: only the last iteration writes out
 
 
 def test_psnr_and_ssim(rng, dtype):

@@ -66,7 +66,8 @@ struct ReconParams {
   TvParams tv;
 };
 
-// Reported after every outer iteration when a callback is given.
+// Reported after every outer iteration when a callback is given. An exception the callback throws
+// ends the run and leaves the call; x is then as it was (only the last iteration writes it).
 struct IterationInfo {
   int iteration;    // 1-based
   int iterations;   // of the run
