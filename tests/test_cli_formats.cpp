@@ -69,6 +69,10 @@ TEST_F(Formats, ReadsWhatThePythonToolsWrite) {
         reads_as(name + ".hdr", name);
         reads_as(name + ".img", name);
       }
+  // The data file named is the one read: with stem.raw named, a stem.img beside it was read instead.
+  fs::copy_file(dir / "envi_4_bsq_le.img", dir / "envi_4_bsq_le.raw");
+  spill(dir / "envi_4_bsq_le.img", std::string(fs::file_size(dir / "envi_4_bsq_le.raw"), '\0'));
+  reads_as("envi_4_bsq_le.raw", "envi_4_bsq_le");
   // A .npy beside an ENVI header of the same name is still the .npy.
   spill(dir / "envi_4_bsq_le.npy", slurp(dir / "expect_two_a.npy"));
   reads_as("envi_4_bsq_le.npy", "two_a");

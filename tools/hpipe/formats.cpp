@@ -111,7 +111,7 @@ std::optional<Loaded> read_other_format(const std::string &spec) {
   }
   const std::string header = envi_header_of(spec);
   if (!header.empty()) {
-    EnviImage e = read_envi(header);
+    EnviImage e = read_envi(header, header == spec ? "" : spec);  // the data file named, when it was
     l.format = Format::envi;
     l.array = std::move(e.array);
     l.wavelengths = std::move(e.wavelengths);

@@ -138,7 +138,7 @@ std::string envi_header_of(const std::string &path) {
   return "";
 }
 
-EnviImage read_envi(const std::string &header) {
+EnviImage read_envi(const std::string &header, const std::string &named_data) {
   const auto h = parse_header(header);
   const std::int64_t samples = integer_field(h, header, "samples", std::nullopt, 1);
   const std::int64_t lines = integer_field(h, header, "lines", std::nullopt, 1);
@@ -187,7 +187,7 @@ EnviImage read_envi(const std::string &header) {
     for (double w : *numbers) image.wavelengths.push_back(w * to_nm);
   }
 
-  const std::string data = data_file_of(header);
+  const std::string data = named_data.empty() ? data_file_of(header) : named_data;
   image.data_file = data;
   InputFile in(data);
   const Shape shape{bands, lines, samples};

@@ -22,7 +22,9 @@ struct EnviImage {
   std::string detail;               // "BIL, int16 big-endian"
   std::string data_file;
 };
-EnviImage read_envi(const std::string &header);
+// `data`: the data file the user named (stem.raw beside stem.hdr); empty: the one found beside
+// the header (data_file_of).
+EnviImage read_envi(const std::string &header, const std::string &data = "");
 
 // `a` is (H, W) or (C, H, W).
 void write_envi(const Destination &header, const Destination &data, const RawArray &a,
