@@ -211,6 +211,14 @@ TEST_F(Formats, BadFilesFailCleanly) {
   entry(273, 4, 8), entry(279, 4, 4), entry(339, 3, 3);
   tif.append(4, '\0');
   spill(dir / "huge.tif", tif);
+  // A page of 4 x 4 x 2 16-bit samples as one volume (SGI's ImageDepth): its first slice alone was read.
+  tif.assign("II*\0\x08\0\0\0", 8);
+  const std::uint16_t volume_entries = 9;
+  tif.append(reinterpret_cast<const char *>(&volume_entries), 2);
+  entry(256, 4, 4), entry(257, 4, 4), entry(258, 3, 16), entry(259, 3, 1), entry(262, 3, 1);
+  entry(273, 4, 128), entry(279, 4, 64), entry(339, 3, 1), entry(32997, 4, 2);
+  tif.append(4, '\0').append(128 - tif.size(), '\0').append(64, '\1');
+  spill(dir / "volume.tif", tif);
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"short.mat",
        {"short.mat: truncated MATLAB file: the element at byte 128 declares 2576 bytes, but the file ends 1534 bytes "
@@ -233,6 +241,7 @@ TEST_F(Formats, BadFilesFailCleanly) {
       {"data.h5:/g", {"data.h5: '/g' is not a dataset"}},
       {"data.h5:/missing", {"data.h5: has no dataset '/missing'"}},
       {"pages_u8.tif:x", {"pages_u8.tif: a ':x' selector needs a MATLAB or HDF5 file"}},
+      {"volume.tif", {"volume.tif: page 0: holds a volume of 2 slices (ImageDepth); hpipe reads one image per page"}},
       {"short.tif", {"short.tif: ", "(libtiff: "}},
       {"signed.tif", {"signed.tif: page 0: unsupported sample type 32-bit signed integer"}},
       {"complex.mat", {"complex.mat: holds no numeric array; it holds: z (complex double 7x9)"}},

@@ -51,6 +51,7 @@ using TiffFile = std::unique_ptr<TIFF, TiffCloser>;
 struct PageFormat {
   std::uint32_t width = 0, height = 0;
   std::uint16_t bits = 0, samples = 0, sample_format = 0, planar = 0, compression = 0;
+  std::uint32_t depth = 1;  // ImageDepth (SGI's volumes in one page): hpipe reads one slice a page
   bool operator==(const PageFormat &o) const {
     return width == o.width && height == o.height && bits == o.bits && samples == o.samples &&
            sample_format == o.sample_format;
@@ -87,6 +88,7 @@ PageFormat page_format(TIFF *t) {
   TIFFGetFieldDefaulted(t, TIFFTAG_SAMPLEFORMAT, &p.sample_format);
   TIFFGetFieldDefaulted(t, TIFFTAG_PLANARCONFIG, &p.planar);
   TIFFGetFieldDefaulted(t, TIFFTAG_COMPRESSION, &p.compression);
+  TIFFGetFieldDefaulted(t, TIFFTAG_IMAGEDEPTH, &p.depth);
   return p;
 }
 
@@ -182,6 +184,9 @@ RawArray read_tiff(const std::string &path, std::string &detail) {
                     " (every page must be a band of the same size and type)");
     if (!pages.empty() && p.samples != 1)
       throw Failure(where + ": multi-page files must hold one sample per pixel per page");
+    if (p.depth != 1)
+      throw Failure(where + ": holds a volume of " + std::to_string(p.depth) +
+                    " slices (ImageDepth); hpipe reads one image per page (save the slices as pages)");
     compressed = compressed || p.compression != COMPRESSION_NONE;
     std::int64_t pixels = 0, page = 0;  // declared is -1 once past 2^63
     if (declared < 0 || __builtin_mul_overflow(std::int64_t(p.width), std::int64_t(p.height), &pixels) ||
