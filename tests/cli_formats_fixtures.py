@@ -76,6 +76,11 @@ def write(d):
         f["/batch"] = np.stack([cube, 1 - cube]).astype(np.float32)  # (B, H, W, C)
     with h5py.File(os.path.join(d, "big.h5"), "w") as f:
         f.create_dataset("cube", shape=(100000, 100000, 31), dtype="f4")  # declared, never written
+    with h5py.File(os.path.join(d, "unwritten.h5"), "w") as f:  # the fill value, no storage
+        f.create_dataset("f", shape=(40, 60), dtype="f8", fillvalue=-2.0)
+    expect["h5_unwritten"] = np.full((40, 60), -2.0)
+    with h5py.File(os.path.join(d, "null.h5"), "w") as f:  # no value at all
+        f["e"] = h5py.Empty("f4")
     expect["h5_hwc"] = cube.astype(np.float32).transpose(2, 0, 1)
     expect["h5_chw"] = (cube * 255).astype(np.uint8).transpose(2, 0, 1)
     expect["h5_batch"] = np.stack([cube, 1 - cube]).astype(np.float32).transpose(0, 3, 1, 2)

@@ -147,6 +147,8 @@ RawArray read_hdf5(const std::string &path, const std::string &dataset, std::str
   Id space(H5Dget_space(ds), H5Sclose);
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space) : -1;
   if (rank < 0 || rank > 32) throw Failure(path + ": dataset '" + name + "' has no simple shape" + hdf5_reason());
+  if (H5Sget_simple_extent_type(space) == H5S_NULL)  // h5py's Empty: rank 0 as a scalar's, but no value
+    throw Failure(path + ": dataset '" + name + "' holds no value (a null dataspace)");
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   H5Sget_simple_extent_dims(space, dims.data(), nullptr);
   Shape shape(dims.begin(), dims.end());
@@ -155,8 +157,13 @@ RawArray read_hdf5(const std::string &path, const std::string &dataset, std::str
   if (H5Pget_layout(plist) == H5D_VIRTUAL || H5Pget_external_count(plist) > 0)
     throw Failure(path + ": dataset '" + name + "' keeps its data in other files (virtual or external storage)");
   const std::int64_t n = element_count(shape, INT64_MAX / 16);
+  // Storage never written (or written in part) reads as the fill value: the file does not bound
+  // the size then, only memory does.
+  H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+  const bool stored = H5Dget_space_status(ds, &status) >= 0 && status == H5D_SPACE_STATUS_ALLOCATED;
   check_declared_size(path, "dataset '" + name + "' of shape " + shape_string(shape), n,
-                      static_cast<std::int64_t>(H5Tget_size(type)), file_bytes, H5Pget_nfilters(plist) > 0);
+                      static_cast<std::int64_t>(H5Tget_size(type)), stored ? file_bytes : INT64_MAX,
+                      H5Pget_nfilters(plist) > 0);
   RawArray a;
   a.shape = shape;
   a.dtype = *dtype;
