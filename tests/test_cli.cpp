@@ -909,6 +909,12 @@ TEST_F(Cli, PngChunkLongerThanTheFileIsRefusedBeforeAnyAllocation) {
   spill(dir / "scaled.png", png_file(2, 1, 8, 0, std::string("\0\0\xff", 3), scale));
   ok({"convert", "scaled.png", "-o", "scaled.npy", "--type", "f64"});
   EXPECT_EQ(values_of<double>(cli::read_npy(path("scaled.npy"))), (std::vector<double>{-2, 2}));
+  // The text after the image data, where PNG allows it too (it was ignored: the codes 0 and 1 came out).
+  std::string after = png_file(2, 1, 8, 0, std::string("\0\0\xff", 3));
+  after.insert(after.size() - 12, chunk("tEXt", std::string("hpipe-scale\0", 12) + "-2 2"));  // before IEND
+  spill(dir / "scaled_after.png", after);
+  ok({"convert", "scaled_after.png", "-o", "scaled_after.npy", "--type", "f64"});
+  EXPECT_EQ(values_of<double>(cli::read_npy(path("scaled_after.npy"))), (std::vector<double>{-2, 2}));
 }
 
 TEST_F(Cli, PngScaleMustBeFiniteAndOrdered) {

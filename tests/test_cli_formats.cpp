@@ -56,7 +56,7 @@ TEST_F(Formats, ReadsWhatThePythonToolsWrite) {
   reads_as("data.h5:/g/hwc", "h5_hwc");
   reads_as("data.h5:g/hwc", "h5_hwc");
   reads_as("data.h5:/g/chw", "h5_chw", {"--layout", "chw"});
-  reads_as("data.h5:/batch", "h5_batch");  // (B, H, W, C) -> (B, C, H, W)
+  reads_as("data.h5:/batch", "h5_batch");    // (B, H, W, C) -> (B, C, H, W)
   reads_as("unwritten.h5", "h5_unwritten");  // refused as truncated: its storage was never written
   // TIFF: one page per band (u8, u16, f32); one page of 3 contiguous samples, deflate-compressed.
   for (const char *t : {"u8", "u16", "f32"}) reads_as(std::string("pages_") + t + ".tif", std::string("tif_") + t);
@@ -165,8 +165,8 @@ TEST_F(Formats, CassiFilesOfThePublishedCode) {
   // phi has no measurement to tell the layout by: the pre-shifted mask is known by its zeros (it
   // was shifted a second time: a wider, wrong phi), a mask non-zero outside the windows is unshifted.
   run_ok({"cassi", "phi", "--mask", "mask.mat", "--bands", "6", "-o", "phi.npy"});
-  const Result p = ok({"cassi", "phi", "--mask", "mask_3d_shift.mat", "-o", "phi_shifted.npy", "--device", "cpu",
-                       "--json"});
+  const Result p =
+      ok({"cassi", "phi", "--mask", "mask_3d_shift.mat", "-o", "phi_shifted.npy", "--device", "cpu", "--json"});
   EXPECT_NE(p.out.find("\"mask_preshifted\": true"), std::string::npos) << p.out;
   expect_same(cli::read_npy(path("phi_shifted.npy")), cli::read_npy(path("phi.npy")));
   const Result u = ok({"cassi", "phi", "--mask", "bad_shift.mat", "-o", "phi_bad.npy", "--device", "cpu", "--json"});

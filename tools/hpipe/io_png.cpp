@@ -104,6 +104,15 @@ bool read_header(png_structp png, png_infop info, Header *h) {
   h->channels = png_get_channels(png, info);
   h->bit_depth = png_get_bit_depth(png, info);
   h->row_bytes = png_get_rowbytes(png, info);
+  return true;
+}
+
+// Reads the rows, then the chunks after them: a text chunk may come before or after the image
+// data (hpipe-scale after IDAT was ignored), so the range is looked for once all are read.
+bool read_rows(png_structp png, png_infop info, png_bytepp rows, Header *h) {
+  if (setjmp(png_jmpbuf(png))) return false;
+  png_read_image(png, rows);
+  png_read_end(png, info);
   h->has_range = false;
   png_textp text = nullptr;
   int n = 0;
@@ -111,13 +120,6 @@ bool read_header(png_structp png, png_infop info, Header *h) {
   for (int i = 0; i < n; i++)
     if (std::strcmp(text[i].key, kScaleKey) == 0 && std::sscanf(text[i].text, "%lf %lf", &h->lo, &h->hi) == 2)
       h->has_range = true;
-  return true;
-}
-
-bool read_rows(png_structp png, png_infop info, png_bytepp rows) {
-  if (setjmp(png_jmpbuf(png))) return false;
-  png_read_image(png, rows);
-  png_read_end(png, info);
   return true;
 }
 
@@ -187,12 +189,6 @@ PngImage read_png(InputFile &in) {
   Header h{};
   if (!read_header(r.png, r.info, &h)) throw Failure(path + ": corrupt PNG: " + s.message);
   if (h.width == 0 || h.height == 0) throw Failure(path + ": corrupt PNG: zero image size");
-  if (h.has_range && !(std::isfinite(h.lo) && std::isfinite(h.hi) && h.lo < h.hi)) {
-    char range[80];
-    std::snprintf(range, sizeof range, "%g %g", h.lo, h.hi);
-    throw Failure(path + ": corrupt PNG: its " + kScaleKey + " text '" + range +
-                  "' is not a range MIN MAX of finite numbers with MIN < MAX");
-  }
   if (h.bit_depth != 8 && h.bit_depth != 16)
     throw Failure(path + ": unsupported PNG bit depth " + std::to_string(h.bit_depth));
   const std::int64_t decoded = std::int64_t(h.height) * std::int64_t(h.row_bytes);
@@ -204,7 +200,13 @@ PngImage read_png(InputFile &in) {
   std::vector<unsigned char> pixels(static_cast<std::size_t>(decoded));
   std::vector<png_bytep> rows(h.height);
   for (png_uint_32 y = 0; y < h.height; y++) rows[y] = pixels.data() + std::size_t(y) * h.row_bytes;
-  if (!read_rows(r.png, r.info, rows.data())) throw Failure(path + ": corrupt PNG: " + s.message);
+  if (!read_rows(r.png, r.info, rows.data(), &h)) throw Failure(path + ": corrupt PNG: " + s.message);
+  if (h.has_range && !(std::isfinite(h.lo) && std::isfinite(h.hi) && h.lo < h.hi)) {
+    char range[80];
+    std::snprintf(range, sizeof range, "%g %g", h.lo, h.hi);
+    throw Failure(path + ": corrupt PNG: its " + kScaleKey + " text '" + range +
+                  "' is not a range MIN MAX of finite numbers with MIN < MAX");
+  }
 
   PngImage out;
   RawArray &a = out.array;
