@@ -62,7 +62,10 @@ def write(d):
     expect["scene_mat"] = cube.transpose(2, 0, 1)
     sio.savemat(os.path.join(d, "two.mat"), {"a": cube.astype(np.float32), "mask": (cube[:, :, 0] > 0.5)})
     expect["two_a"] = cube.astype(np.float32).transpose(2, 0, 1)
-    expect["two_mask"] = (cube[:, :, 0] > 0.5).astype(np.uint8)
+    expect["two_mask"] = (cube[:, :, 0] > 0.5).astype(np.float64)  # 0 and 1, not image codes
+    counts = (np.arange(10000) - 5000).astype(np.int16).reshape(100, 100)  # 2 bytes a value, read as 8
+    sio.savemat(os.path.join(d, "int16.mat"), {"n": counts})
+    expect["int16_mat"] = counts.astype(np.float64)
     sio.savemat(os.path.join(d, "u16.mat"), {"raw": (cube * 60000).astype(np.uint16)}, do_compression=True)
     expect["u16_mat"] = (cube * 60000).astype(np.uint16).transpose(2, 0, 1)
     matlab_v73(os.path.join(d, "scene73.mat"), {"cube": cube.astype(np.float32), "rad": cube}, compressed=("rad",))

@@ -43,12 +43,14 @@ class Formats : public Cli {
 
 TEST_F(Formats, ReadsWhatThePythonToolsWrite) {
   python("write");
-  // MATLAB v5 (scipy.io.savemat): (H, W, C) -> (C, H, W); a selector; logical -> uint8; compressed.
+  // MATLAB v5 (scipy.io.savemat): (H, W, C) -> (C, H, W); a selector; logical -> 0 and 1 (as uint8
+  // it meant 0 and 1/255: a logical mask dimmed the measurement 255 times); compressed.
   reads_as("scene.mat", "scene_mat");
   reads_as("scene.mat:img", "scene_mat");
   reads_as("two.mat:a", "two_a");
   reads_as("two.mat:mask", "two_mask");
   reads_as("u16.mat", "u16_mat");
+  reads_as("int16.mat", "int16_mat");  // refused as truncated: sized at 8 bytes a stored value
   // MATLAB v7.3 (HDF5 inside, h5py shows (C, W, H)): the shape MATLAB shows, (H, W, C).
   reads_as("scene73.mat:cube", "scene73_cube");
   reads_as("scene73.mat:rad", "scene73_rad");  // chunked and deflated

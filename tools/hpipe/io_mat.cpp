@@ -78,7 +78,8 @@ const char *class_name(matio_classes c) {
 // The element type a class reads as, or nullopt for classes that are not plain real numbers.
 std::optional<DType> dtype_of(const matvar_t &v) {
   if (v.isComplex) return std::nullopt;
-  if (v.isLogical) return DType::u8;
+  // A logical's values are 0 and 1 (as uint8 they would map to 0 and 1/255 like image codes).
+  if (v.isLogical) return DType::f64;
   switch (v.class_type) {
     case MAT_C_DOUBLE: return DType::f64;
     case MAT_C_SINGLE: return DType::f32;
@@ -289,7 +290,10 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
   Shape shape;
   for (int d = 0; d < chosen->rank; d++) shape.push_back(static_cast<std::int64_t>(chosen->dims[d]));
   const std::int64_t n = element_count(shape, INT64_MAX / 16);
-  const std::size_t stored_size = chosen->data_size > 0 ? static_cast<std::size_t>(chosen->data_size) : size_of(*type);
+  // Unknown before the data is read, the stored element may be 1 byte: MATLAB keeps numbers in the
+  // smallest integer type that holds them (a double array as uint8), and int8 / int16 are smaller
+  // than the double they are read as.
+  const std::size_t stored_size = chosen->data_size > 0 ? static_cast<std::size_t>(chosen->data_size) : 1;
   check_declared_size(path, "variable '" + name + "' of shape " + shape_string(shape), n,
                       static_cast<std::int64_t>(stored_size), file_bytes,
                       version == MAT_FT_MAT73 || chosen->compression != MAT_COMPRESSION_NONE);
@@ -312,7 +316,8 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
   column_major.bytes.resize(static_cast<std::size_t>(n) * size_of(*type));
   const std::size_t count = static_cast<std::size_t>(n);
   double *as_double = reinterpret_cast<double *>(column_major.bytes.data());
-  switch (var->class_type) {
+  switch (var->isLogical ? MAT_C_EMPTY : var->class_type) {
+    case MAT_C_EMPTY: widen<std::uint8_t>(var->data, count, as_double); break;  // logical
     case MAT_C_INT8: widen<std::int8_t>(var->data, count, as_double); break;
     case MAT_C_INT16: widen<std::int16_t>(var->data, count, as_double); break;
     case MAT_C_INT32: widen<std::int32_t>(var->data, count, as_double); break;
