@@ -966,6 +966,15 @@ TEST_F(Cli, NpyDuplicateKeysTakeTheLastValueAsNumPyDoes) {
   const RawArray a = cli::read_npy(path("out.npy"));
   EXPECT_EQ(a.dtype, DType::f64);
   EXPECT_EQ(values_of<double>(a), std::vector<double>{0.25});
+  // Keys other than those three are refused, as NumPy refuses them: a string value that held
+  // "'shape': (2,)" was read as the shape.
+  header = "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), 'note': \"'shape': (2,)\", }";
+  header.append(128 - 10 - header.size() - 1, ' ');
+  header += '\n';
+  spill(dir / "extra.npy", std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header +
+                               std::string(reinterpret_cast<const char *>(&quarter), 8));
+  fails({"convert", "extra.npy", "-o", "extra_out.npy"}, 1,
+        {"extra.npy: not a valid .npy file: the header has a key 'note' (expected descr, fortran_order and shape)"});
 }
 
 // synth wrote (and said it wrote) the scene, then failed on an existing mask: the scene stayed.

@@ -1,6 +1,8 @@
 #include "io_npy.h"
 
+#include <cctype>
 #include <cstring>
+#include <map>
 
 #include "errors.h"
 #include "file.h"
@@ -17,26 +19,49 @@ const char kMagic[] = "\x93NUMPY";  // 6 bytes
   throw Failure(path + ": not a valid .npy file: " + what);
 }
 
-// The value text after 'key': in a header dict (its last, as in a Python dict), or "" when the key
-// is missing.
-std::string value_of(const std::string &header, const std::string &key) {
-  const std::size_t k = header.rfind("'" + key + "'");
-  if (k == std::string::npos) return "";
-  std::size_t p = header.find(':', k);
-  if (p == std::string::npos) return "";
-  p++;
-  while (p < header.size() && header[p] == ' ') p++;
-  if (p < header.size() && header[p] == '(') {
-    const std::size_t e = header.find(')', p);
-    return e == std::string::npos ? "" : header.substr(p, e - p + 1);
-  }
-  if (p < header.size() && (header[p] == '\'' || header[p] == '"')) {
+// The header dict's entries, key -> value text (a string's without its quotes, a tuple's with its
+// parentheses). As NumPy, the keys must be 'descr', 'fortran_order' and 'shape': another key makes
+// the header corrupt (a value holding another key's text was read as that key's).
+std::map<std::string, std::string> header_entries(const std::string &path, const std::string &header) {
+  std::map<std::string, std::string> entries;
+  std::size_t p = header.find('{');
+  if (p == std::string::npos) corrupt(path, "the header is not a dict");
+  const auto skip_spaces = [&] {
+    while (++p < header.size() && std::isspace(static_cast<unsigned char>(header[p]))) {}
+  };
+  const auto quoted = [&]() -> std::string {  // at a quote; ends past the closing one
     const std::size_t e = header.find(header[p], p + 1);
-    return e == std::string::npos ? "" : header.substr(p + 1, e - p - 1);
+    if (e == std::string::npos) corrupt(path, "an unterminated string in the header");
+    const std::string text = header.substr(p + 1, e - p - 1);
+    p = e;
+    return text;
+  };
+  for (skip_spaces(); p < header.size() && header[p] != '}'; skip_spaces()) {
+    if (header[p] != '\'' && header[p] != '"') corrupt(path, "a header key that is not a string");
+    const std::string key = quoted();
+    skip_spaces();
+    if (p >= header.size() || header[p] != ':') corrupt(path, "no ':' after the header key '" + key + "'");
+    skip_spaces();
+    std::string value;
+    if (p < header.size() && (header[p] == '\'' || header[p] == '"')) {
+      value = quoted();
+      skip_spaces();
+    } else {
+      const std::size_t e = header.find_first_of(header[p] == '(' ? ")" : ",}", p);
+      if (e == std::string::npos) corrupt(path, "an unterminated value in the header");
+      value = header.substr(p, header[p] == '(' ? e - p + 1 : e - p);
+      while (!value.empty() && std::isspace(static_cast<unsigned char>(value.back()))) value.pop_back();
+      p = header[p] == '(' ? e : e - 1;
+      skip_spaces();
+    }
+    if (key != "descr" && key != "fortran_order" && key != "shape")
+      corrupt(path, "the header has a key '" + key + "' (expected descr, fortran_order and shape)");
+    entries[key] = value;  // a key given twice counts with its last value, as in a Python dict
+    if (p < header.size() && header[p] == '}') break;
+    if (p >= header.size() || header[p] != ',') corrupt(path, "no ',' after the header entry '" + key + "'");
   }
-  std::size_t e = p;
-  while (e < header.size() && header[e] != ',' && header[e] != '}') e++;
-  return header.substr(p, e - p);
+  if (p >= header.size()) corrupt(path, "the header dict is not closed");
+  return entries;
 }
 
 Shape parse_shape(const std::string &path, const std::string &text) {
@@ -115,12 +140,13 @@ RawArray read_npy(InputFile &in) {
   in.read(header.data(), header.size());
 
   RawArray a;
-  a.dtype = parse_descr(path, value_of(header, "descr"));
-  const std::string fortran = value_of(header, "fortran_order");
+  auto entries = header_entries(path, header);
+  a.dtype = parse_descr(path, entries["descr"]);
+  const std::string fortran = entries["fortran_order"];
   if (fortran == "True")
     throw Failure(path + ": Fortran-order data is not supported; save a C-order array, e.g. np.ascontiguousarray(a)");
   if (fortran != "False") corrupt(path, "no 'fortran_order' in the header");
-  a.shape = parse_shape(path, value_of(header, "shape"));
+  a.shape = parse_shape(path, entries["shape"]);
 
   const std::int64_t data_bytes = file_size - prefix - header_len;
   const std::int64_t count = element_count(a.shape, INT64_MAX / 8);
