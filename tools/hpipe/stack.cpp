@@ -179,6 +179,16 @@ std::vector<std::string> expand_inputs(const std::vector<std::string> &specs) {
   return files;
 }
 
+// What a file's extension says it is, for the error when its bytes are no format hpipe knows (a
+// MATLAB v4 file was "not a PNG file"); nullptr for other names.
+const char *format_named_by(const std::string &path) {
+  const std::string l = lower_case(path);
+  if (ends_with(l, ".mat")) return "a MATLAB v5 or v7.3 file (v4 files are not read: save with -v7 or -v7.3)";
+  if (ends_with(l, ".h5") || ends_with(l, ".hdf5") || ends_with(l, ".he5")) return "an HDF5 file";
+  if (ends_with(l, ".tif") || ends_with(l, ".tiff")) return "a TIFF file";
+  return nullptr;
+}
+
 // A pipe's bytes in a temporary file for the readers that open files by name (matio, libhdf5,
 // libtiff); errors name the pipe. The copy is an output never committed: removed when done or
 // interrupted, and one that a killed hpipe left is removed by the next copy made in that folder.
@@ -244,6 +254,8 @@ Source read_source(const std::string &path, const ReadOptions &options) {
     throw Failure(path +
                   ": cannot tell the format of a pipe from its first bytes: from a pipe or stdin hpipe "
                   "reads .npy, PNG, MATLAB .mat, HDF5 and TIFF (ENVI needs its .hdr file)");
+  } else if (const char *named = format_named_by(path); named && !png_magic) {
+    throw Failure(path + ": not " + named + ": its bytes are of no format hpipe reads");
   } else {
     PngImage png = read_png(*in);  // reports a wrong magic for anything else
     s.format = Format::png;
