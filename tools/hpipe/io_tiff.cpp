@@ -52,6 +52,9 @@ struct PageFormat {
   std::uint32_t width = 0, height = 0;
   std::uint16_t bits = 0, samples = 0, sample_format = 0, planar = 0, compression = 0;
   std::uint32_t depth = 1;  // ImageDepth (SGI's volumes in one page): hpipe reads one slice a page
+  // A Predictor tag that the page's codec does not take (PackBits, none): libtiff keeps it as an
+  // unknown field and returns the differences as they are stored.
+  bool unhandled_predictor = false;
   bool operator==(const PageFormat &o) const {
     return width == o.width && height == o.height && bits == o.bits && samples == o.samples &&
            sample_format == o.sample_format;
@@ -89,6 +92,8 @@ PageFormat page_format(TIFF *t) {
   TIFFGetFieldDefaulted(t, TIFFTAG_PLANARCONFIG, &p.planar);
   TIFFGetFieldDefaulted(t, TIFFTAG_COMPRESSION, &p.compression);
   TIFFGetFieldDefaulted(t, TIFFTAG_IMAGEDEPTH, &p.depth);
+  const TIFFField *predictor = TIFFFindField(t, TIFFTAG_PREDICTOR, TIFF_ANY);
+  p.unhandled_predictor = predictor && TIFFFieldIsAnonymous(predictor);
   return p;
 }
 
@@ -187,6 +192,9 @@ RawArray read_tiff(const std::string &path, std::string &detail) {
     if (p.depth != 1)
       throw Failure(where + ": holds a volume of " + std::to_string(p.depth) +
                     " slices (ImageDepth); hpipe reads one image per page (save the slices as pages)");
+    if (p.unhandled_predictor)
+      throw Failure(where + ": has a Predictor with compression " + std::to_string(p.compression) +
+                    ", which libtiff does not undo (save with LZW or Deflate, or without the predictor)");
     compressed = compressed || p.compression != COMPRESSION_NONE;
     std::int64_t pixels = 0, page = 0;  // declared is -1 once past 2^63
     if (declared < 0 || __builtin_mul_overflow(std::int64_t(p.width), std::int64_t(p.height), &pixels) ||
