@@ -497,6 +497,9 @@ TEST_F(Cli, Conv1dErrorsNameTheArgument) {
   fails({"conv1d", "x.npy", "--taps", "1,2", "--axis", "band", "-o", "c.npy"}, 1, {"x.npy", "(4, 5) has no axis band"});
   fails({"conv1d", "x.npy", "--taps-file", "k.npy", "-o", "c.npy"}, 1,
         {"k.npy", "(4, Lv) one row per signal", "(3, 2)"});
+  cli::write_npy(path("k0.npy"), raw({}, std::vector<float>{2}, DType::f32));  // 0-d: it crashed (SIGSEGV)
+  fails({"conv1d", "x.npy", "--taps-file", "k0.npy", "-o", "c.npy"}, 1,
+        {"k0.npy", "expected taps (Lv,)", "got shape ()"});
 }
 
 struct ReconCase {

@@ -380,6 +380,16 @@ TEST_F(Cli, PreviewMontageAndWavelengths) {
   EXPECT_NE(r.out.find("\"wavelengths\": [450, 500, 550, 600, 650]"), std::string::npos) << r.out;
   ok({"preview", "cube.npy", "-o", "listed.png", "--wavelengths", "450,500,550,600,650"});
   EXPECT_EQ(slurp(dir / "listed.png"), slurp(dir / "p.png"));
+  // A stack whose files' wavelengths cover only some of its bands: an ENVI file's 3 were laid on
+  // the first 3 of 5 bands and read past their end (AddressSanitizer).
+  spill(dir / "three.hdr",
+        "ENVI\nsamples = 11\nlines = 9\nbands = 3\nheader offset = 0\ndata type = 4\ninterleave = bsq\n"
+        "byte order = 0\nwavelength = {450, 550, 650}\n");
+  const std::vector<float> three = random_values<float>(std::size_t(3 * H * W), 4, 0, 1);
+  spill(dir / "three.img", std::string(reinterpret_cast<const char *>(three.data()), three.size() * sizeof(float)));
+  cli::write_npy(path("two.npy"), raw({2, H, W}, random_values<float>(std::size_t(2 * H * W), 6, 0, 1), DType::f32));
+  fails({"preview", "three.hdr", "two.npy", "-o", "s.png"}, 2, {"has 5 bands and no wavelengths", "--wavelengths"});
+  ok({"preview", "three.hdr", "two.npy", "-o", "s.png", "--wavelengths", "450:650"});
   // The montage: a 3 x 2 grid of 11 x 9 tiles with a 4-pixel gap and a 10-pixel label strip above
   // each; a tile holds its band in grey (the values at gain 1).
   ok({"preview", "cube.npy", "-o", "m.png", "--wavelengths", "450:650", "--montage"});

@@ -33,7 +33,7 @@ int run(Context &ctx, std::vector<Source> &&inputs, Numbers &taps_source, int fr
   for (std::size_t d = a + 1; d < s.size(); d++) inner *= s[d];
   const std::int64_t la = s[a], rows = outer * inner;
   const bool per_row = taps.shape.size() == 2;
-  if (taps.shape.size() > 2 || (per_row && taps.shape[0] != rows))
+  if (taps.shape.empty() || taps.shape.size() > 2 || (per_row && taps.shape[0] != rows))
     throw Failure(taps_source.name + ": expected taps (Lv,) shared by every signal, or (" + std::to_string(rows) +
                   ", Lv) one row per signal of " + in_name + " along " + axis + ", got shape " +
                   shape_string(taps.shape));

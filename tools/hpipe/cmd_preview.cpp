@@ -12,9 +12,14 @@ int run_preview(Context &ctx) {
     throw UsageError("-o " + out + ": hpipe preview writes a .png");
   const std::optional<double> gain = parse_gain(ctx.value("--gain").value_or("1"));
   std::vector<Source> sources = ctx.read_inputs(ctx.positional, "cube");
+  // The files' wavelengths, in the order the stack takes their bands: only when every file has its own.
   std::vector<double> file_nm;
-  for (const Source &s : sources)
-    if (!s.wavelengths.empty()) file_nm = s.wavelengths;
+  bool every_file = true;
+  for (const Source &s : sources) {
+    every_file = every_file && !s.wavelengths.empty();
+    file_nm.insert(file_nm.end(), s.wavelengths.begin(), s.wavelengths.end());
+  }
+  if (!every_file) file_nm.clear();
   const Stack<double> cube = ctx.stack<double>(std::move(sources));
   const std::string name = cube.files.size() == 1 ? cube.files[0] : ctx.positional[0];
   const Shape &s = cube.shape;

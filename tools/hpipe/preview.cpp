@@ -145,7 +145,10 @@ std::vector<double> band_wavelengths(const std::optional<std::string> &option, c
                        std::to_string(bands) + " bands of " + cube + ", or START:STOP, got '" + *option + "'");
     return *listed;
   }
-  if (!from_file.empty()) return from_file;
+  if (!from_file.empty() && std::int64_t(from_file.size()) == bands) return from_file;
+  if (!from_file.empty())
+    throw UsageError(cube + ": its files give " + std::to_string(from_file.size()) + " wavelengths for " +
+                     std::to_string(bands) + " bands: give --wavelengths (a list, or START:STOP)");
   if (bands == std::int64_t(kaist_wavelengths().size())) return kaist_wavelengths();
   throw UsageError(cube + " has " + std::to_string(bands) +
                    " bands and no wavelengths of its own: give --wavelengths " +
