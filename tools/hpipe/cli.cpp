@@ -61,10 +61,13 @@ std::vector<const Option *> allowed(const Command &c) {
   return all;
 }
 
+// A JSON number that reads back as v (the shortest of 15 or 17 digits: 6 made a maximum of
+// 123456.789 read 123457, past every value); null for NaN and infinities, which JSON lacks.
 std::string number(double v) {
   if (!std::isfinite(v)) return "null";
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
 

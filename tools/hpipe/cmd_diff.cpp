@@ -23,7 +23,7 @@ int run_diff(Context &ctx) {
     throw Failure(ctx.positional[1] + ": shape " + shape_string(b.shape) + " differs from " + shape_string(a.shape) +
                   " of " + ctx.positional[0]);
   double max_abs = 0, sum_abs = 0, sum_a = 0;
-  std::int64_t unequal = 0;
+  std::int64_t unequal = 0, numbers_a = 0;  // mean |a| is over a's numbers, as np.nanmean
   const std::size_t n = a.data.size();
   for (std::size_t i = 0; i < n; i++) {
     const double x = a.data[i], y = b.data[i];
@@ -34,17 +34,19 @@ int run_diff(Context &ctx) {
     max_abs = std::isnan(d) || std::isnan(max_abs) ? NAN : std::max(max_abs, d);
     sum_abs += d;
     sum_a += std::isnan(x) ? 0 : std::abs(x);
+    numbers_a += !std::isnan(x);
     unequal += !equal;
   }
-  const double mean_abs = n ? sum_abs / double(n) : 0, mean_a = n ? sum_a / double(n) : 0;
+  const double mean_abs = n ? sum_abs / double(n) : 0, mean_a = numbers_a ? sum_a / double(numbers_a) : 0;
+  // inf / inf: NaN, printed as such (not "-nan").
+  const double relative = mean_a > 0 ? (std::isnan(mean_abs / mean_a) ? NAN : mean_abs / mean_a) : 0.0;
   ctx.summary.set("elements", static_cast<std::int64_t>(n)).set("unequal", unequal);
   ctx.summary.set("max_abs", max_abs).set("mean_abs", mean_abs).set("mean_abs_a", mean_a);
-  ctx.summary.set("relative", mean_a > 0 ? mean_abs / mean_a : 0.0);
+  ctx.summary.set("relative", relative);
   char line[200];
   std::snprintf(line, sizeof line,
                 "%s: max |a - b| = %.3g, mean |a - b| = %.3g (mean |a| = %.3g, relative %.3g), %lld of %zu differ",
-                shape_string(a.shape).c_str(), max_abs, mean_abs, mean_a, mean_a > 0 ? mean_abs / mean_a : 0.0,
-                static_cast<long long>(unequal), n);
+                shape_string(a.shape).c_str(), max_abs, mean_abs, mean_a, relative, static_cast<long long>(unequal), n);
   ctx.say(line);
   return 0;
 }
