@@ -380,6 +380,14 @@ TEST_F(Cli, PreviewMontageAndWavelengths) {
   EXPECT_NE(r.out.find("\"wavelengths\": [450, 500, 550, 600, 650]"), std::string::npos) << r.out;
   ok({"preview", "cube.npy", "-o", "listed.png", "--wavelengths", "450,500,550,600,650"});
   EXPECT_EQ(slurp(dir / "listed.png"), slurp(dir / "p.png"));
+  // --gain auto puts the 99th percentile at white: of 100 pixels, one bright one does not set it
+  // (the rank above it was taken, the largest: the other 99 came out nearly black).
+  std::vector<float> flat(100, 0.1f);
+  flat[37] = 100;
+  cli::write_npy(path("outlier.npy"), raw({1, 10, 10}, flat, DType::f32));
+  ok({"preview", "outlier.npy", "-o", "outlier.png", "--wavelengths", "550:550", "--montage", "--gain", "auto"});
+  ok({"preview", "outlier.npy", "-o", "gain10.png", "--wavelengths", "550:550", "--montage", "--gain", "10"});
+  EXPECT_EQ(slurp(dir / "outlier.png"), slurp(dir / "gain10.png")) << "--gain auto is not 1 / 0.1";
   // A stack whose files' wavelengths cover only some of its bands: an ENVI file's 3 were laid on
   // the first 3 of 5 bands and read past their end (AddressSanitizer).
   spill(dir / "three.hdr",

@@ -91,11 +91,13 @@ std::uint8_t encode_srgb(double v) {
   return static_cast<std::uint8_t>(std::lround(e * 255));
 }
 
-// The gain that puts the 99th percentile of `values` at 1 (1 when they are all <= 0 or not finite).
+// The gain that puts the 99th percentile of `values` at 1 (1 when they are all <= 0 or not finite):
+// the nearest rank, element ceil(0.99 n) of n (the one above it took an image of 100 pixels'
+// largest, one bright pixel dimming the rest).
 double percentile_gain(std::vector<double> values) {
   values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
   if (values.empty()) return 1;
-  const std::size_t k = std::min(values.size() - 1, values.size() * 99 / 100);
+  const std::size_t k = (values.size() * 99 + 99) / 100 - 1;
   std::nth_element(values.begin(), values.begin() + std::ptrdiff_t(k), values.end());
   return values[k] > 0 ? 1 / values[k] : 1;
 }
