@@ -66,7 +66,8 @@ const std::vector<Command> &commands() {
       {"synth",
        "",
        "Write the deterministic synthetic scene (C, H, W) and coded mask (H, W) used by the demo and tests.",
-       "Scene values lie in [0, 1]; mask values in (0, 1]. The same bytes on every machine.",
+       "Scene values lie in [0, 1]; mask values in (0, 1] (in a PNG, those below half a step round to\n"
+       "0: a .npy keeps them). The same bytes on every machine.",
        "hpipe synth -o scene/band_%02d.png --mask mask.png",
        {{"--bands", nullptr, "C", "spectral bands (default 28)"},
         {"--height", nullptr, "H", "image height (default 256)"},
