@@ -103,7 +103,9 @@ inline constexpr const char *kConv1d =
     "Row-by-row np.convolve: out[i] = np.convolve(a[i], v[i], mode) (or v shared by every row).\n\n"
     "a: (N, La). v: (N, Lv), one kernel per row, or (Lv,). mode: 'full' (La + Lv - 1), 'same'\n"
     "(max(La, Lv)) or 'valid' (max - min + 1). Returns (N, L). La < Lv is legal, as in NumPy.\n"
-    "Accuracy: each output is a sum of min(La, Lv) products in the element type.\n" HPIPE_ARRAYS
+    "Accuracy: each output is a sum of min(La, Lv) products in the element type. An output where\n"
+    "a NaN or inf of the shorter operand falls past the longer one's ends is NaN (0 x inf;\n"
+    "np.convolve leaves that term out); otherwise np.convolve's non-finite results.\n" HPIPE_ARRAYS
     "\nExample:\n"
     "    >>> hpipe.conv1d(np.ones((5, 5)), np.ones((5, 7))).shape\n"
     "    (5, 11)\n";

@@ -125,6 +125,26 @@ def test_conv1d(rng, dtype, mode, n, la, lv, shared):
     assert_within(result, exact, min(la, lv) * ref.eps(dtype) * s * (1 + 1e-6))
 
 
+def test_conv1d_non_finite_values_as_documented():
+    """np.convolve's non-finite results, but NaN for the outputs where a NaN or inf of the shorter
+    operand falls on the longer one's zero padding (0 x inf is NaN)."""
+    for bad in (np.nan, np.inf):
+        longer = np.arange(1.0, 8.0)
+        shorter = np.array([1.0, 2.0, bad, 3.0, 4.0])
+        for a, v in ((shorter, longer), (longer, shorter)):  # the shorter one as the row, then as the kernel
+            for mode in ("full", "same", "valid"):
+                want = np.convolve(a, v, mode)
+                got = hpipe.conv1d(a[None], v, mode)[0]
+                offset = {"full": 0, "same": (len(shorter) - 1) // 2, "valid": len(shorter) - 1}[mode]
+                t = np.arange(len(got)) + offset  # the full output each one is
+                reaches_padding = (t - 2 < 0) | (t - 2 >= len(longer))  # where shorter[2] meets padding
+                np.testing.assert_array_equal(got[~reaches_padding], want[~reaches_padding])
+                assert np.isnan(got[reaches_padding]).all()
+        # In the longer operand, exactly np.convolve's.
+        longer[3] = bad
+        np.testing.assert_array_equal(hpipe.conv1d(longer[None], shorter[:2])[0], np.convolve(longer, shorter[:2]))
+
+
 MATH_RANGES = {"exp": (-80, 80), "log": (1e-30, 1e30), "erf": (-5, 5)}
 SPECIALS = {"exp": [0.0, -0.0, np.inf, -np.inf, np.nan, 1000.0, -1000.0],
             "log": [0.0, 1.0, np.inf, -1.0, np.nan, 5e-324],

@@ -11,6 +11,11 @@
 // code paths.
 //
 // Accuracy: each output is a sum of at most m products in the element type (m roundings).
+// Non-finite values: every output is summed over all m taps of the shorter operand against the
+// longer one padded with zeros, so an output where a NaN or +-inf of the shorter operand (the
+// kernel, or the row when it is the shorter) falls on the padding is NaN (0 x inf), where
+// np.convolve, which leaves that term out, may give a number. Otherwise, and for non-finite
+// values in the longer operand, np.convolve's results.
 // Any strides are accepted; a non-unit innermost stride costs a copy. Outputs must not overlap
 // inputs.
 #pragma once
