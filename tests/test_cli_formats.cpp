@@ -201,36 +201,54 @@ TEST_F(Formats, BadFilesFailCleanly) {
   envi_variant("huge", "lines   = 7", "lines   = 1000000000");
   envi_variant("tiled", "interleave = bsq", "interleave = tiles");
   envi_variant("nobands", "bands = 5", "channels = 5");
-  // A TIFF whose only page declares 100000 x 100000 pixels of 32-bit float in a few bytes.
-  std::string tif("II*\0\x08\0\0\0", 8);
-  auto entry = [&](std::uint16_t tag, std::uint16_t type, std::uint32_t value) {
-    tif.append(reinterpret_cast<const char *>(&tag), 2).append(reinterpret_cast<const char *>(&type), 2);
-    const std::uint32_t one = 1;
-    tif.append(reinterpret_cast<const char *>(&one), 4).append(reinterpret_cast<const char *>(&value), 4);
+  // A little-endian TIFF of one page: its directory's entries (tag, type, value) at byte 8, then
+  // its pixel bytes, when given, at byte 128.
+  const auto one_page_tiff = [](const std::vector<std::array<std::uint32_t, 3>> &entries, const std::string &pixels) {
+    std::string tif("II*\0\x08\0\0\0", 8);
+    const auto count = static_cast<std::uint16_t>(entries.size());
+    tif.append(reinterpret_cast<const char *>(&count), 2);
+    for (const auto &[tag, type, value] : entries) {
+      const std::uint16_t tag_type[2] = {std::uint16_t(tag), std::uint16_t(type)};
+      const std::uint32_t count_value[2] = {1, value};
+      tif.append(reinterpret_cast<const char *>(tag_type), 4).append(reinterpret_cast<const char *>(count_value), 8);
+    }
+    tif.append(4, '\0');
+    if (!pixels.empty()) tif.append(128 - tif.size(), '\0').append(pixels);
+    return tif;
   };
-  const std::uint16_t entries = 8;
-  tif.append(reinterpret_cast<const char *>(&entries), 2);
-  entry(256, 4, 100000), entry(257, 4, 100000), entry(258, 3, 32), entry(259, 3, 1), entry(262, 3, 1);
-  entry(273, 4, 8), entry(279, 4, 4), entry(339, 3, 3);
-  tif.append(4, '\0');
-  spill(dir / "huge.tif", tif);
+  // A page that declares 100000 x 100000 pixels of 32-bit float in a few bytes.
+  spill(dir / "huge.tif", one_page_tiff({{256, 4, 100000},
+                                         {257, 4, 100000},
+                                         {258, 3, 32},
+                                         {259, 3, 1},
+                                         {262, 3, 1},
+                                         {273, 4, 8},
+                                         {279, 4, 4},
+                                         {339, 3, 3}},
+                                        ""));
   // A page of 4 x 4 x 2 16-bit samples as one volume (SGI's ImageDepth): its first slice alone was read.
-  tif.assign("II*\0\x08\0\0\0", 8);
-  const std::uint16_t volume_entries = 9;
-  tif.append(reinterpret_cast<const char *>(&volume_entries), 2);
-  entry(256, 4, 4), entry(257, 4, 4), entry(258, 3, 16), entry(259, 3, 1), entry(262, 3, 1);
-  entry(273, 4, 128), entry(279, 4, 64), entry(339, 3, 1), entry(32997, 4, 2);
-  tif.append(4, '\0').append(128 - tif.size(), '\0').append(64, '\1');
-  spill(dir / "volume.tif", tif);
+  spill(dir / "volume.tif", one_page_tiff({{256, 4, 4},
+                                           {257, 4, 4},
+                                           {258, 3, 16},
+                                           {259, 3, 1},
+                                           {262, 3, 1},
+                                           {273, 4, 128},
+                                           {279, 4, 64},
+                                           {339, 3, 1},
+                                           {32997, 4, 2}},
+                                          std::string(64, '\1')));
   // PackBits with a Predictor (its differences were returned as the values): libtiff undoes it only
   // for its codecs that take one.
-  tif.assign("II*\0\x08\0\0\0", 8);
-  const std::uint16_t predicted_entries = 9;
-  tif.append(reinterpret_cast<const char *>(&predicted_entries), 2);
-  entry(256, 4, 4), entry(257, 4, 1), entry(258, 3, 8), entry(259, 3, 32773), entry(262, 3, 1);
-  entry(273, 4, 128), entry(279, 4, 5), entry(317, 3, 2), entry(339, 3, 1);
-  tif.append(4, '\0').append(128 - tif.size(), '\0').append("\3\0\3\3\3", 5);
-  spill(dir / "predicted.tif", tif);
+  spill(dir / "predicted.tif", one_page_tiff({{256, 4, 4},
+                                              {257, 4, 1},
+                                              {258, 3, 8},
+                                              {259, 3, 32773},
+                                              {262, 3, 1},
+                                              {273, 4, 128},
+                                              {279, 4, 5},
+                                              {317, 3, 2},
+                                              {339, 3, 1}},
+                                             std::string("\3\0\3\3\3", 5)));
   // A MATLAB v4 file has no header to know it by (it was "not a PNG file (wrong magic)").
   spill(dir / "v4.mat", std::string("\0\0\0\0\1\0\0\0\1\0\0\0\0\0\0\0\2\0\0\0x\0", 22) + std::string(8, '\0'));
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
