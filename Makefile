@@ -18,7 +18,11 @@ $(BUILD)/build.ninja:
 
 configure: $(BUILD)/build.ninja
 
+# CMAKE_ARGS given to a tree configured before apply too (they were read only by the first configure).
 build: deps configure
+ifneq ($(strip $(CMAKE_ARGS)),)
+	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+endif
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build

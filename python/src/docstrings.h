@@ -13,10 +13,11 @@ namespace hpipe::python::docs {
   "arrays are on a GPU), 'cpu' or 'cuda'. Raises hpipe.Error (a ValueError) for bad shapes and\n"     \
   "values and a read-only `out` (as NumPy), TypeError for a wrong dtype, kind or device mix.\n"
 
-#define HPIPE_CASSI_ARGS                                                                            \
-  "mask: (H, W) shared by all bands, or (C, H, W) one per band. step: S, the displacement in\n"     \
-  "pixels between neighbouring bands (any sign). axis: 'width' (W' = W + (C - 1)|S|) or 'height'\n" \
-  "(H' = H + (C - 1)|S|). Band c is displaced by o_c = c S - min(0, (C - 1) S).\n"
+#define HPIPE_DISPERSION_ARGS                                                                  \
+  "step: S, the displacement in pixels between neighbouring bands (any sign). axis: 'width'\n" \
+  "(W' = W + (C - 1)|S|) or 'height' (H' = H + (C - 1)|S|). Band c is displaced by\n"          \
+  "o_c = c S - min(0, (C - 1) S).\n"
+#define HPIPE_CASSI_ARGS "mask: (H, W) shared by all bands, or (C, H, W) one per band.\n" HPIPE_DISPERSION_ARGS
 
 inline constexpr const char *kError =
     "Raised by hpipe for bad arguments and kernel failures; the message names the function and\n"
@@ -60,8 +61,8 @@ inline constexpr const char *kCassiPinvAlpha =
     "cassi_pinv_alpha(y, mask, bands=None, step=2, axis='width', *, out=None, device='auto')\n--\n\n"
     "Column-count inverse: x[b, c, h, w] = (y / alpha)[b, h, w + o_c] / mask_c[h, w], alpha[w'] the\n"
     "number of bands covering column w'; 0 where the mask is 0 (never inf or NaN).\n\n"
-    "y: (B, H, W') or (B, H', W). Returns x: (B, C, H, W).\n" HPIPE_CASSI_ARGS
-    "Accuracy: four roundings.\n" HPIPE_ARRAYS
+    "y: (B, H, W') or (B, H', W). Returns x: (B, C, H, W). bands: C; taken from `out` or a per-band\n"
+    "mask when not given.\n" HPIPE_CASSI_ARGS "Accuracy: four roundings.\n" HPIPE_ARRAYS
     "\nExample:\n"
     "    >>> x = hpipe.cassi_pinv_alpha(y, mask, bands=28)\n";
 
@@ -76,14 +77,14 @@ inline constexpr const char *kCassiPhi =
 inline constexpr const char *kCassiShift =
     "cassi_shift(x, step=2, axis='width', *, out=None, device='auto')\n--\n\n"
     "Unmasked displacement with zero padding: band c moves by o_c.\n\n"
-    "x: (B, C, H, W). Returns (B, C, H, W') or (B, C, H', W). Exact.\n" HPIPE_CASSI_ARGS HPIPE_ARRAYS
+    "x: (B, C, H, W). Returns (B, C, H, W') or (B, C, H', W). Exact.\n" HPIPE_DISPERSION_ARGS HPIPE_ARRAYS
     "\nExample:\n"
     "    >>> shifted = hpipe.cassi_shift(cube, step=2)\n";
 
 inline constexpr const char *kCassiShiftBack =
     "cassi_shift_back(shifted, step=2, axis='width', *, out=None, device='auto')\n--\n\n"
     "Inverse of cassi_shift, a crop per band.\n\n"
-    "shifted: (B, C, H, W') or (B, C, H', W). Returns (B, C, H, W). Exact.\n" HPIPE_CASSI_ARGS HPIPE_ARRAYS
+    "shifted: (B, C, H, W') or (B, C, H', W). Returns (B, C, H, W). Exact.\n" HPIPE_DISPERSION_ARGS HPIPE_ARRAYS
     "\nExample:\n"
     "    >>> cube = hpipe.cassi_shift_back(hpipe.cassi_shift(cube, step=2), step=2)\n";
 
