@@ -61,6 +61,13 @@ std::vector<const Option *> allowed(const Command &c) {
   return all;
 }
 
+// A number for text lines: 6 digits (the --json summary has them all).
+std::string short_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
 // A JSON number that reads back as v (the shortest of 15 or 17 digits: 6 made a maximum of
 // 123456.789 read 123457, past every value); null for NaN and infinities, which JSON lacks.
 std::string number(double v) {
@@ -292,7 +299,7 @@ double Context::real(const char *option, double fallback, double min, bool min_o
   if (!v) return fallback;
   const auto n = number_list(*v);
   if (!n || n->size() != 1 || !(min_open ? (*n)[0] > min : (*n)[0] >= min))
-    throw UsageError(std::string(option) + ": expected a number " + (min_open ? "> " : ">= ") + number(min) +
+    throw UsageError(std::string(option) + ": expected a number " + (min_open ? "> " : ">= ") + short_number(min) +
                      ", got '" + *v + "'");
   return (*n)[0];
 }
@@ -386,7 +393,7 @@ WriteReport Context::write_output(const std::string &target, const Shape &shape,
   std::string line = "wrote " +
                      (r.files.size() == 1 ? r.files[0] : std::to_string(r.files.size()) + " files " + target) + ": " +
                      shape_string(shape) + " as " + name(r.type);
-  if (r.range) line += ", [" + number(r.range->lo) + ", " + number(r.range->hi) + "] -> full range";
+  if (r.range) line += ", [" + short_number(r.range->lo) + ", " + short_number(r.range->hi) + "] -> full range";
   written_.push_back(line);
   if (r.clipped)
     warn(target + ": " + std::to_string(r.clipped) + " values were outside the " + name(r.type) +
