@@ -176,6 +176,16 @@ TEST_F(Formats, CassiFilesOfThePublishedCode) {
   EXPECT_EQ(cli::read_npy(path("phi_bad.npy")).shape[1], cli::read_npy(path("phi.npy")).shape[1] + 5 * 2);
 }
 
+// Writes that made files other tools cannot use: MATLAB variables MATLAB cannot address (x/y was
+// a group in v7.3, a name in v5), TIFFs of empty stacks (no page, or pages without strips).
+TEST_F(Cli, UnusableWritesAreRefused) {
+  cli::write_npy(path("c.npy"), raw({2, 3}, std::vector<float>(6, 1), DType::f32));
+  for (const char *name : {"my-var", "1abc", "x/y"})
+    fails({"convert", "c.npy", "-o", std::string("n.mat:") + name}, 2, {"is not a MATLAB variable name"});
+  cli::write_npy(path("e.npy"), raw({0, 4, 5}, std::vector<float>{}, DType::f32));
+  fails({"convert", "e.npy", "-o", "e.tif"}, 1, {"e.tif: TIFF cannot hold the empty shape (0, 4, 5)"});
+}
+
 // ---- bad files: one line naming the file and what is wrong, no output, no crash ----
 
 TEST_F(Formats, BadFilesFailCleanly) {

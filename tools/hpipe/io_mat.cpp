@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -354,7 +355,19 @@ void check_written_v5(const Destination &file) {
 
 }  // namespace
 
+void check_mat_variable_name(const std::string &output, const std::string &variable) {
+  const bool named =
+      !variable.empty() && variable.size() <= 63 && std::isalpha(static_cast<unsigned char>(variable[0])) &&
+      std::all_of(variable.begin(), variable.end(), [](char c) {
+        return c == '_' || (static_cast<unsigned char>(c) < 128 && std::isalnum(static_cast<unsigned char>(c)));
+      });
+  if (!named)
+    throw UsageError(output + ": '" + variable +
+                     "' is not a MATLAB variable name (a letter, then letters, digits or _, at most 63)");
+}
+
 void write_mat(const Destination &file, const std::string &variable, const RawArray &a, bool v73) {
+  check_mat_variable_name(file.target, variable);
   // MATLAB arrays have at least 2 dimensions: (n,) is written as n x 1, () as 1 x 1.
   Shape shape = a.shape;
   while (shape.size() < 2) shape.push_back(1);

@@ -22,5 +22,8 @@ RawArray read_mat(const std::string &path, const std::string &variable, std::str
 // `a` has MATLAB's shape (C order); written as v5 (through matio), or v7.3 with `v73` (through
 // libhdf5: see write_matlab_v73). Errors name file.target.
 void write_mat(const Destination &file, const std::string &variable, const RawArray &a, bool v73);
+// A UsageError unless `variable` is a name MATLAB can address, [A-Za-z][A-Za-z0-9_]*, at most 63
+// characters (my-var, 1abc or x/y were written, x/y as a group in v7.3 and a name in v5).
+void check_mat_variable_name(const std::string &output, const std::string &variable);
 
 }  // namespace hpipe::cli

@@ -234,6 +234,9 @@ void write_tiff(const Destination &file, const RawArray &a) {
     throw UsageError(path + ": TIFF holds images (H, W) or band stacks (C, H, W), not shape " + shape_string(a.shape));
   const std::int64_t bands = a.shape.size() == 3 ? a.shape[0] : 1;
   const std::int64_t h = a.shape[a.shape.size() - 2], w = a.shape.back();
+  if (bands == 0 || h == 0 || w == 0)  // a TIFF has at least one page of at least one pixel
+    throw Failure(path + ": TIFF cannot hold the empty shape " + shape_string(a.shape) +
+                  " (.npy, .mat, .h5 and ENVI can)");
   const std::size_t element = size_of(a.dtype);
   const bool big = a.bytes.size() > (std::size_t(1) << 32) - (std::size_t(1) << 24);  // room for the directories
   last_tiff_error().clear();

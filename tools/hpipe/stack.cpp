@@ -19,6 +19,7 @@
 
 #include "errors.h"
 #include "file.h"
+#include "io_mat.h"
 #include "io_npy.h"
 
 namespace hpipe::cli {
@@ -393,6 +394,8 @@ OutputPlan plan_output(const std::string &output, const Shape &shape) {
 
 void check_output_name(const std::string &output, const std::vector<std::string> &inputs, bool force) {
   const Format format = output_format(output);
+  if (const std::string variable = split_selector(output).name; format == Format::mat && !variable.empty())
+    check_mat_variable_name(output, variable);
   if (check_pattern(output) == std::string::npos)
     OutputSet::check(format == Format::png || format == Format::npy ? std::vector<std::string>{output}
                                                                     : output_files(format, output),
