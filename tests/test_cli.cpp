@@ -179,6 +179,15 @@ TEST_F(Cli, TypeAndScaleClampRoundAndReportClipping) {
   EXPECT_TRUE(all_near(back, expected, {3.0 / 65535, 0}));
   ok({"convert", "v.npy", "-o", "fixed.npy", "--scale", "0,2"});
   EXPECT_EQ(values_of<float>(cli::read_npy(path("fixed.npy"))), (std::vector<float>{-0.5f, 0.125f, 0.5f, 1.0f}));
+  // A range wider than the largest double (max - min overflows) gave zeros and NaN.
+  cli::write_npy(path("wide.npy"), raw({1, 5}, std::vector<double>{-1e308, -5e307, 0, 5e307, 1e308}, DType::f64));
+  ok({"convert", "wide.npy", "-o", "wide16.npy", "--scale", "auto", "--type", "u16"});
+  EXPECT_EQ(values_of<std::uint16_t>(cli::read_npy(path("wide16.npy"))),
+            (std::vector<std::uint16_t>{0, 16384, 32768, 49151, 65535}));
+  ok({"convert", "wide.npy", "-o", "wide64.npy", "--scale", "auto", "--type", "f64"});
+  EXPECT_EQ(values_of<double>(cli::read_npy(path("wide64.npy"))), (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
+  ok({"convert", "wide.npy", "-o", "wide.png", "--scale", "auto"});
+  EXPECT_NE(ok({"info", "wide.png"}).out.find("values [-1e+308, 1e+308]"), std::string::npos);
   fails({"convert", "v.npy", "-o", "f.png", "--type", "f32"}, 2, {"PNG holds u8 or u16"});
   fails({"convert", "v.npy", "-o", "x.npy", "--scale", "2,1"}, 2, {"--scale", "MIN < MAX", "'2,1'"});
   fails({"convert", "v.npy", "-o", "x.npy", "--type", "i32"}, 2, {"--type", "'i32'"});

@@ -86,7 +86,7 @@ void decode_into(const RawArray &a, const Decoder &decode, T *out) {
   const std::int64_t n = a.size();
   if (n == 0) return;  // an empty array's bytes.data() may be null, and memcpy takes no null
   const unsigned char *p = a.bytes.data();
-  if (std::is_same_v<Stored, T> && decode.offset == 0 && decode.factor == 1) {
+  if (std::is_same_v<Stored, T> && decode.offset == 0 && decode.factor == 1 && decode.scale == 1) {
     std::memcpy(out, p, static_cast<std::size_t>(n) * sizeof(T));  // the values as they are
     return;
   }
@@ -134,8 +134,9 @@ Decoder::Decoder(const Source &s, const ReadOptions &options) {
   if (!integer || options.raw) return;
   const double top = s.array.dtype == DType::u8 ? 255.0 : 65535.0;
   const ValueRange r = s.range.value_or(ValueRange{});
-  offset = r.lo;
-  factor = (r.hi - r.lo) / top;
+  if (!std::isfinite(r.hi - r.lo)) scale = 2;
+  offset = r.lo / scale;
+  factor = (r.hi / scale - r.lo / scale) / top;
 }
 
 bool natural_less(const std::string &a, const std::string &b) {
@@ -423,7 +424,7 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
 
   // The value range mapped onto the type's full range (integers) or onto [0, 1] (floats).
   const double top = report.type == DType::u8 ? 255.0 : report.type == DType::u16 ? 65535.0 : 1.0;
-  double lo = 0, span = integer && options.raw ? top : 1;
+  double lo = 0, span = integer && options.raw ? top : 1, halve = 1;
   if (options.scale.mode != Scale::none) {
     ValueRange r = options.scale.range;
     if (options.scale.mode == Scale::automatic) {
@@ -434,8 +435,10 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
       if (r.lo == r.hi) r.hi = r.lo + 1;
     }
     report.range = r;
-    lo = r.lo;
-    span = r.hi - r.lo;
+    // Halved where max - min overflows (a range wider than the largest double).
+    if (!std::isfinite(r.hi - r.lo)) halve = 0.5;
+    lo = r.lo * halve;
+    span = r.hi * halve - r.lo * halve;
   }
   const std::int64_t per_plane = element_count(plan.plane_shape);
   for (std::int64_t p = 0; p < planes; p++) {
@@ -447,7 +450,8 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
     const bool as_is = options.scale.mode == Scale::none && size_of(a.dtype) == sizeof(T) && !integer;
     if (as_is && per_plane > 0) std::memcpy(a.bytes.data(), src, a.bytes.size());  // floats of the work's own type
     for (std::int64_t i = 0; i < per_plane && !as_is; i++) {
-      const double v = options.scale.mode == Scale::none && !integer ? double(src[i]) : (src[i] - lo) / span * top;
+      const double v =
+          options.scale.mode == Scale::none && !integer ? double(src[i]) : (src[i] * halve - lo) / span * top;
       unsigned char *dst = a.bytes.data() + static_cast<std::size_t>(i) * size_of(a.dtype);
       if (integer) {
         const double q = std::nearbyint(v);

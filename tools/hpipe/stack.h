@@ -61,9 +61,11 @@ struct Stack {
 
 // How a source's stored numbers become values (see ReadOptions).
 struct Decoder {
-  double offset = 0, factor = 1;
+  // value = scale (offset + stored factor); scale 2 (offset and factor halved) for a range wider
+  // than the largest double, whose max - min overflows.
+  double offset = 0, factor = 1, scale = 1;
   Decoder(const Source &source, const ReadOptions &options);
-  double operator()(double stored) const { return offset + stored * factor; }
+  double operator()(double stored) const { return scale * (offset + stored * factor); }
 };
 
 // Reads every file (by content), ticking once per file.
