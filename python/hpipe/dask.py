@@ -17,6 +17,7 @@ Kernels release the GIL, and every worker's hpipe thread count is set so that th
 workers x Dask threads x hpipe threads do not exceed its cores (:class:`HpipeThreads`).
 """
 import functools
+import numbers
 import os
 
 import dask.array as da
@@ -161,7 +162,7 @@ def _bands(op, y, mask, step, axis):
     extents along the dispersion: H' or W' = H or W + (C - 1) |step|, C >= 1."""
     along, mask_along = (y.shape[2], mask.shape[-1]) if axis == "width" else (y.shape[1], mask.shape[-2])
     spread = along - mask_along
-    if not isinstance(step, int) or step == 0 or spread < 0 or spread % abs(step):
+    if not isinstance(step, numbers.Integral) or step == 0 or spread < 0 or spread % abs(step):
         raise ValueError(f"hpipe.dask.{op}: bands: give the band count (the measurement {y.shape[1:]} and mask "
                          f"{mask.shape} do not tell it with step {step!r} along {axis})")
     return spread // abs(step) + 1

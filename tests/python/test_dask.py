@@ -144,6 +144,8 @@ def test_bad_arguments_name_the_argument(client):
     for call, exception, message in cases:
         with pytest.raises(exception, match=re.escape(message)):
             call()
+    # A NumPy integer step tells the band count as an int does.
+    assert hd.cassi_pinv(y, mask, step=np.int64(2)).shape == (2, 3, 4, 5)
 
 
 def test_logsumexp_of_every_element_and_more_than_four_dimensions(client, rng):

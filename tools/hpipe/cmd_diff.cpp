@@ -39,9 +39,8 @@ int run_diff(Context &ctx) {
   }
   // An a of NaN alone has no mean |a| (NaN, as np.nanmean); an empty one 0.
   const double mean_abs = n ? sum_abs / double(n) : 0, mean_a = numbers_a ? sum_a / double(numbers_a) : n ? NAN : 0;
-  // inf / inf: NaN, printed as such (not "-nan").
-  const double relative =
-      std::isnan(mean_a) || mean_a > 0 ? (std::isnan(mean_abs / mean_a) ? NAN : mean_abs / mean_a) : 0.0;
+  const double ratio = mean_abs / mean_a;  // inf / inf and x / NaN: NaN, printed as such (not "-nan")
+  const double relative = mean_a == 0 ? 0.0 : std::isnan(ratio) ? NAN : ratio;
   ctx.summary.set("elements", static_cast<std::int64_t>(n)).set("unequal", unequal);
   ctx.summary.set("max_abs", max_abs).set("mean_abs", mean_abs).set("mean_abs_a", mean_a);
   ctx.summary.set("relative", relative);
