@@ -5,7 +5,7 @@
 // Aᵀ's threads had one load in flight, too few to cover the memory latency; A's band sum was
 // measured fastest that way all the same (docs/performance-notes.md; its defaults in cassi.h).
 //
-// W4 A 0.066 ms, Aᵀ 0.060 ms, A⁺ 0.073 ms, column-count inverse 0.073 ms (63 / 69 / 57 / 57% of
+// W4 A 0.066 ms, Aᵀ 0.060 ms, A⁺ 0.073 ms, column-count inverse 0.073 ms (69 / 76 / 63 / 63% of
 // BM_cuda_copy's 2.69 TB/s in the same run; A and the inverse with their own knobs, cassi.h);
 // H100 80GB HBM3 (sm_80 PTX), hpipe_bench median of 3, 2026-11-27.
 #include "schedules/cassi.h"
