@@ -37,7 +37,11 @@ struct MathElementwiseCpuKnobs {
     f("vector_factor", vector_factor, Candidates{1, 2, 4});
     f("elements_per_task", elements_per_task, Candidates{1 << 14, 1 << 16, 1 << 18, 1 << 20});
   }
-  bool valid() const { return vector_factor >= 1 && elements_per_task >= 64; }
+  // 1, 2 or 4 vectors a step: the runtime computes in place in multiples of 64 floats, whole
+  // vectors of every variant (runtime/src/math.cpp, kInPlaceLanes).
+  bool valid() const {
+    return (vector_factor == 1 || vector_factor == 2 || vector_factor == 4) && elements_per_task >= 64;
+  }
 };
 
 struct MathLogSumExpCpuKnobs {

@@ -382,7 +382,11 @@ TYPED_TEST(MathTyped, BadArguments) {
   auto x = random_array<T, 2>({3, 4}, 15);
   auto y = poisoned<T, 2>({4, 3});
   EXPECT_HPIPE_ERROR(hpipe::exp(x.view(), y.view()), "hpipe::exp", "y", "expected shape (3, 4)", "got (4, 3)");
-  EXPECT_HPIPE_ERROR(hpipe::erf(x.view(), x.view()), "hpipe::erf", "y", "overlaps input x");
+  // y over x but not the same view: one element further, or the same memory read backwards.
+  EXPECT_HPIPE_ERROR(hpipe::erf(View<const T, 1>(x.data(), {11}), View<T, 1>(x.data() + 1, {11})), "hpipe::erf", "y",
+                     "overlaps input x");
+  EXPECT_HPIPE_ERROR(hpipe::erf(View<const T, 1>(x.data(), {6}, {2}), View<T, 1>(x.data() + 10, {6}, {-2})),
+                     "hpipe::erf", "y", "overlaps input x");
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(x.view(), 2), "hpipe::logsumexp", "axis", "[-2, 2)", "got 2");
   auto out = poisoned<T, 1>({4});
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(x.view(), 1, out.view()), "hpipe::logsumexp", "out", "expected shape (3,)",
@@ -394,6 +398,40 @@ TYPED_TEST(MathTyped, BadArguments) {
                      "overlaps input x");
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(rows_view, 0, View<T, 1>(rows.data() + 10, {200})), "hpipe::logsumexp", "out",
                      "overlaps input x");
+}
+
+// In place (y the very view x is, as np.exp(x, out=x)): the bits of a call into another array, for
+// lengths around every CPU variant's vector (whose last one is shifted back over the one before,
+// so would read elements already written), dense, in 2-D with strided rows and with a strided
+// innermost dimension.
+TYPED_TEST(MathTyped, InPlaceGivesTheBitsOfACallIntoAnotherArray) {
+  using T = TypeParam;
+  const auto source = random_array<T, 1>({3 * 257}, 23, 0.01, 9.0);
+  for (Fn fn : {Fn::exp, Fn::log, Fn::erf}) {
+    SCOPED_TRACE(reference::name(fn));
+    for (const std::int64_t n : {1, 3, 8, 15, 16, 17, 31, 33, 63, 64, 65, 100, 128, 129, 257, 3 * 257}) {
+      auto expected = poisoned<T, 1>({n});
+      apply<T, 1>(fn, View<const T, 1>(source.data(), {n}), expected.view());
+      Array<T, 1> x({n});
+      std::copy(source.data(), source.data() + n, x.data());
+      apply<T, 1>(fn, View<const T, 1>(x.view()), x.view());
+      EXPECT_EQ(0, std::memcmp(x.data(), expected.data(), sizeof(T) * n)) << "n = " << n;
+    }
+    // Rows of 65 in a pitch of 80, and every other element of rows of 130.
+    for (const std::array<std::int64_t, 3> layout : {std::array<std::int64_t, 3>{65, 80, 1}, {65, 260, 2}}) {
+      const auto [row, pitch, step] = layout;
+      Array<T, 1> buffer({3 * pitch});
+      std::copy(source.data(), source.data() + buffer.size(), buffer.data());
+      const auto before = to_doubles(buffer);
+      const View<T, 2> x(buffer.data(), {3, row}, {pitch, step});
+      auto expected = poisoned<T, 2>({3, row});
+      apply<T, 2>(fn, View<const T, 2>(x), expected.view());
+      apply<T, 2>(fn, View<const T, 2>(x), x);
+      EXPECT_EQ(to_doubles(View<const T, 2>(x)), to_doubles(expected)) << "rows of " << row << ", step " << step;
+      for (std::int64_t i = 0; i < buffer.size(); i++)  // and nothing between the elements
+        if (i % pitch >= row * step || i % pitch % step != 0) EXPECT_EQ(double(buffer.data()[i]), before[i]) << i;
+    }
+  }
 }
 
 // Views that interleave without sharing an element (a row's even and odd columns, as NumPy's

@@ -213,6 +213,21 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
   return Arg{buffers_.count++};
 }
 
+void Call::set_same_as(Arg output, Arg input) {
+  Buffer &out = buffers_.items[output.index];
+  const Buffer &in = buffers_.items[input.index];
+  const auto same_dims = [&] {
+    for (int i = 0; i < out.rank; i++)
+      if (out.dims[i].extent != in.dims[i].extent ||
+          (out.dims[i].extent > 1 && out.dims[i].stride != in.dims[i].stride))
+        return false;
+    return true;
+  };
+  if (in.is_output || out.data != in.data || out.memory != in.memory || out.rank != in.rank || !same_dims())
+    throw std::logic_error(std::string("hpipe::") + op_ + ": output_over a different view");
+  out.same_as = input.index;
+}
+
 bool Call::uses_cuda() {
   select_backend();
   return backend_ == Backend::cuda;
@@ -308,11 +323,15 @@ void Call::run_filled(double identity) {
 void Call::prepare() {
   select_backend();
 
-  // Outputs must not overlap any other argument in the same memory space.
+  // Outputs must not overlap any other argument in the same memory space, but for the input an
+  // output_over is the view of.
   for (const auto &out : buffers_) {
     if (!out.is_output) continue;
-    for (const auto &other : buffers_)
-      if (&other != &out && out.bytes.overlaps(other.bytes)) fail_overlap(op_, out.name, other.is_output, other.name);
+    for (const auto &other : buffers_) {
+      const bool same = out.same_as >= 0 && &other == &buffers_.items[out.same_as];
+      if (&other != &out && !same && out.bytes.overlaps(other.bytes))
+        fail_overlap(op_, out.name, other.is_output, other.name);
+    }
   }
 
   // Halide buffers (an empty view is never a kernel's: only run_filled() gets this far with one).

@@ -184,6 +184,15 @@ class Call {
     return add(name, true, halide_type_of<T>(), view.data(), R, view.shape().data(), view.strides().data(),
                view.memory());
   }
+  // An output that is the very view of `input` (an elementwise op written in place, as NumPy's
+  // np.exp(x, out=x)): run() lets that pair share memory. The op sees to it that its kernel reads
+  // each element before writing it and none after.
+  template <class T, int R>
+  Arg output_over(const char *name, const View<T, R> &view, Arg input) {
+    const Arg out = output(name, view);
+    set_same_as(out, input);
+    return out;
+  }
 
   const char *op() const { return op_; }
   // Whether run() will run the CUDA kernel (from the options and where the views added so far are).
@@ -229,6 +238,7 @@ class Call {
     bool on_device = false;                         // kernel buffer may hold a device allocation or wrap
     bool released = false;
     bool empty = false;  // an extent of 0
+    int same_as = -1;    // an output_over: the input it is the view of
     Footprint bytes;
 
     halide_buffer_t *kernel_buffer() { return dense.data() ? dense.raw_buffer() : caller.raw_buffer(); }
@@ -248,6 +258,7 @@ class Call {
 
   Arg add(const char *name, bool is_output, halide_type_t type, void *data, int rank, const std::int64_t *shape,
           const std::int64_t *strides, Memory memory);
+  void set_same_as(Arg output, Arg input);
   void select_backend();
   bool nothing_to_compute();
   void prepare();

@@ -66,11 +66,40 @@ Merged merge(const V &v, int first, int last) {
   return m;
 }
 
+template <class T, int N>
+bool same_view(const View<const T, N> &x, const View<T, N> &y) {
+  if (x.data() != y.data() || x.memory() != y.memory() || x.shape() != y.shape()) return false;
+  for (int d = 0; d < N; d++)
+    if (x.shape(d) > 1 && x.stride(d) != y.stride(d)) return false;
+  return true;
+}
+
+// In place (y the view x is): the CPU kernels step through whole vectors, the last one shifted back
+// over the one before (schedules/math_cpu.cpp), which would read elements already written. A
+// multiple of kInPlaceLanes elements is whole vectors of every CPU variant (at most 16 floats a
+// vector, times a vector_factor of 1, 2 or 4: MathElementwiseCpuKnobs); the rest of a row is
+// computed from a copy. CUDA kernels read each element in the thread that writes it: memory on the device runs as
+// one call.
+constexpr std::int64_t kInPlaceLanes = 64;
+
 template <class T, class K>
-void run_elementwise_1d(const char *op, const K &kernel, View<const T, 1> x, View<T, 1> y, const Options &options) {
+void run_elementwise_1d(const char *op, const K &kernel, View<const T, 1> x, View<T, 1> y, bool in_place,
+                        const Options &options) {
+  const std::int64_t n = x.shape(0);
+  const std::int64_t whole = in_place && x.memory() == Memory::host ? n - n % kInPlaceLanes : n;
+  if (whole > 0) {
+    Call call(op, options);
+    auto xa = call.input("x", View<const T, 1>(x.data(), {whole}, x.strides(), x.memory()));
+    const View<T, 1> head(y.data(), {whole}, y.strides(), y.memory());
+    auto ya = in_place ? call.output_over("y", head, xa) : call.output("y", head);
+    call.run(kernel, xa, ya);
+  }
+  if (whole == n) return;
+  alignas(64) std::array<T, kInPlaceLanes> rest;
+  for (std::int64_t i = whole; i < n; i++) rest[std::size_t(i - whole)] = x.data()[i * x.stride(0)];
   Call call(op, options);
-  auto xa = call.input("x", x);
-  auto ya = call.output("y", y);
+  auto xa = call.input("x", View<const T, 1>(rest.data(), {n - whole}));
+  auto ya = call.output("y", View<T, 1>(y.data() + whole * y.stride(0), {n - whole}, y.strides(), y.memory()));
   call.run(kernel, xa, ya);
 }
 
@@ -79,16 +108,17 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
   detail::check_extents(op, "x", x);
   if (x.shape() != y.shape())
     fail(op, "y", "expected shape " + shape_string(x.shape()) + " (the shape of x), got " + shape_string(y.shape()));
-  // On the whole views: each call below sees only a piece or a row of them.
-  detail::check_disjoint(op, "y", y, "x", x);
+  // On the whole views: each call below sees only a piece or a row of them. y may be x itself.
+  const bool in_place = same_view(x, y);
+  if (!in_place) detail::check_disjoint(op, "y", y, "x", x);
   if (x.size() == 0)  // NumPy's empty result: no kernel runs, but the call checks the device
     return run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data(), {0}, x.memory()),
-                                 View<T, 1>(y.data(), {0}, y.memory()), options);
+                                 View<T, 1>(y.data(), {0}, y.memory()), false, options);
   if (dense(x) && dense(y)) {
     for (std::int64_t first = 0; first < x.size(); first += kPieceElements) {
       const std::int64_t n = std::min(kPieceElements, x.size() - first);
       run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data() + first, {n}, x.memory()),
-                            View<T, 1>(y.data() + first, {n}, y.memory()), options);
+                            View<T, 1>(y.data() + first, {n}, y.memory()), in_place, options);
     }
     return;
   }
@@ -97,7 +127,8 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
   for_each_index(outer(x.shape()), [&](const auto &row) {
     const std::int64_t xo = offset_of(row, outer(x.strides())), yo = offset_of(row, outer(y.strides()));
     run_elementwise_1d<T>(op, kernel, View<const T, 1>(x.data() + xo, {x.shape(N - 1)}, {x.stride(N - 1)}, x.memory()),
-                          View<T, 1>(y.data() + yo, {y.shape(N - 1)}, {y.stride(N - 1)}, y.memory()), options);
+                          View<T, 1>(y.data() + yo, {y.shape(N - 1)}, {y.stride(N - 1)}, y.memory()), in_place,
+                          options);
   });
 }
 

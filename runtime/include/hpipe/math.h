@@ -31,7 +31,8 @@
 //
 // Elementwise ops take views of any rank 1..4; x and y have the same shape. Dense C-order views
 // run as one flat kernel call (in pieces of 2^27 elements); other strides run row by row.
-// Outputs must not overlap inputs. Inputs are never modified.
+// y may be x itself (the same view: in place, as np.exp(x, out=x)); otherwise outputs must not
+// overlap inputs. Inputs are never modified but in place.
 //
 // logsumexp(x, axis) = log(sum(exp(x), axis)), computed like scipy.special.logsumexp(x, axis):
 // shifted by the maximum; a row of all -inf gives -inf, any +inf entry gives +inf, NaN propagates.
