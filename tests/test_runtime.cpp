@@ -220,6 +220,46 @@ TEST(Threads, AForkedChildRunsKernels) {
   set_num_threads(before);
 }
 
+// A child forked while another thread held the scratch allocator's lock (the large blocks' cache)
+// inherited it locked, and its first kernel that allocated scratch hung (1 fork in a few hundred,
+// a thread calling tv_denoise beside it, as a DataLoader's workers fork beside a training loop).
+// Here threads keep the lock held most of the time.
+TEST(Threads, AChildForkedDuringAllocationsAllocates) {
+  const auto x = random_array<float, 1>({5}, 1);
+  Array<float, 1> y({5});
+  hpipe::exp(x.view(), y.view(), {Device::cpu});  // installs the allocator
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> allocating;
+  for (int t = 0; t < 3; t++)
+    allocating.emplace_back([&] {
+      while (!stop.load()) halide_free(nullptr, halide_malloc(nullptr, 64 << 10));
+    });
+  int hung = 0;
+  for (int i = 0; i < 40; i++) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      void *block = halide_malloc(nullptr, 64 << 10);
+      halide_free(nullptr, block);
+      _exit(block ? 0 : 1);
+    }
+    int status = -1;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (waitpid(child, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+        hung++;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  stop.store(true);
+  for (auto &t : allocating) t.join();
+  EXPECT_EQ(hung, 0) << "children that hung in halide_malloc, of 40";
+}
+
 // The allocator hpipe installs for kernels' scratch (halide_malloc): blocks of any size aligned for
 // every target's vectors (Halide asks for 64 bytes at most on x86), all their bytes usable, live
 // blocks apart; again once they are freed (large ones then come from its cache).

@@ -1,5 +1,7 @@
 #include "block_cache.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -91,6 +93,9 @@ void install_block_cache() {
   std::call_once(once, [] {
     halide_set_custom_malloc(cached_malloc);
     halide_set_custom_free(cached_free);
+    // A fork while another thread holds the lock would leave the child's copy locked for good (its
+    // first kernel with large scratch hung): the forking thread takes it across the fork.
+    pthread_atfork([] { mutex.lock(); }, [] { mutex.unlock(); }, [] { mutex.unlock(); });
   });
 }
 
