@@ -188,6 +188,15 @@ TEST_F(Cli, TypeAndScaleClampRoundAndReportClipping) {
   EXPECT_EQ(values_of<double>(cli::read_npy(path("wide64.npy"))), (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
   ok({"convert", "wide.npy", "-o", "wide.png", "--scale", "auto"});
   EXPECT_NE(ok({"info", "wide.png"}).out.find("values [-1e+308, 1e+308]"), std::string::npos);
+  // Finite values past float32's range become +-inf with --type f32: counted as clipped ones are
+  // (they were written silently).
+  r = ok({"convert", "wide.npy", "-o", "wide32.npy", "--type", "f32", "--json"});
+  EXPECT_NE(r.out.find("\"clipped\": 4"), std::string::npos) << r.out;
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(values_of<float>(cli::read_npy(path("wide32.npy"))), (std::vector<float>{-inf, -inf, 0, inf, inf}));
+  r = ok({"convert", "wide.npy", "-o", "wide32b.npy", "--type", "f32"});
+  EXPECT_NE(r.err.find("wide32b.npy: 4 values were outside the float32 range and became +-inf"), std::string::npos)
+      << r.err;
   fails({"convert", "v.npy", "-o", "f.png", "--type", "f32"}, 2, {"PNG holds u8 or u16"});
   fails({"convert", "v.npy", "-o", "x.npy", "--scale", "2,1"}, 2, {"--scale", "MIN < MAX", "'2,1'"});
   fails({"convert", "v.npy", "-o", "x.npy", "--type", "i32"}, 2, {"--type", "'i32'"});

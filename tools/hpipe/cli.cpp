@@ -396,8 +396,8 @@ WriteReport Context::write_output(const std::string &target, const Shape &shape,
   if (r.range) line += ", [" + short_number(r.range->lo) + ", " + short_number(r.range->hi) + "] -> full range";
   written_.push_back(line);
   if (r.clipped)
-    warn(target + ": " + std::to_string(r.clipped) + " values were outside the " + name(r.type) +
-         " range and were clipped (try --scale auto)");
+    warn(target + ": " + std::to_string(r.clipped) + " values were outside the " + name(r.type) + " range and " +
+         (r.type == DType::f32 ? "became +-inf" : "were clipped") + " (try --scale auto)");
   return r;
 }
 template WriteReport Context::write_output<float>(const std::string &, const Shape &,

@@ -465,6 +465,7 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
         }
       } else if (a.dtype == DType::f32) {
         const auto f = static_cast<float>(v);
+        report.clipped += std::isfinite(v) && !std::isfinite(f);  // past float's range: +-inf
         std::memcpy(dst, &f, 4);
       } else {
         std::memcpy(dst, &v, 8);

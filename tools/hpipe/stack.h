@@ -98,7 +98,8 @@ struct WriteReport {
   std::vector<std::string> files;
   DType type = DType::f32;
   std::int64_t bytes_written = 0;
-  std::int64_t clipped = 0;         // values outside the integer type's range (NaN included)
+  std::int64_t clipped = 0;         // values outside an integer type's range (NaN included), or
+                                    // finite values past f32's, written as +-inf
   std::optional<ValueRange> range;  // the values mapped to the type's full range, when scaled
 };
 
