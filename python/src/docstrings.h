@@ -115,7 +115,8 @@ inline constexpr const char *kConv1d =
   name "(x, *, out=None, device='auto')\n--\n\n" formula                                                      \
        "\n\nx: up to 8 dimensions (a 0-d array gives a scalar, as NumPy's ufuncs do; more than 4 where x's\n" \
        "and out's layouts merge into 4, as contiguous arrays and their slices do); returns the same\n"        \
-       "shape, laid out as x (NumPy's order='K'). Special values as C's <cmath>.\n"                           \
+       "shape, laid out as x (NumPy's order='K'); out may be x itself (in place). Special values as C's\n"    \
+       "<cmath>.\n"                                                                                           \
        "Accuracy (max error, ULP, all float32 inputs and millions of float64 ones tested): " accuracy         \
        ".\n" HPIPE_ARRAYS "\nExample:\n    >>> hpipe." name "(np.linspace(0.5, 2, 4))\n"
 
