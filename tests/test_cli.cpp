@@ -238,6 +238,9 @@ TEST_F(Cli, RefusesToOverwriteInputsAndExistingOutputsWithoutForce) {
   fails({"convert", "c.npy", "-o", "c.png"}, 2, {"c.png", "2 planes", "%02d"});
   fails({"convert", "c.npy", "-o", "c_%s.png"}, 2, {"c_%s.png", "%d"});
   fails({"convert", "c.npy", "-o", "c_%d_%d.png"}, 2, {"exactly one"});
+  // One file named twice in two spellings: both writers shared one temporary, and the second
+  // rename failed with the first file written.
+  fails({"convert", "c.npy", "-o", "o/a%d/../b.npy"}, 2, {"names this file twice"});
 }
 
 // ---- subcommands against the C++ API ----
@@ -670,6 +673,14 @@ TEST_F(Cli, ReconErrorsNameTheArgument) {
   fails(with({"--tv-weight", "0"}), 2, {"--tv-weight", "> 0", "'0'"});
   fails(with({"--tv-iters", "0"}), 2, {"--tv-iters", "'0'"});
   fails(with({"--lambda", "fast"}), 2, {"--lambda", "'fast'"});
+  // Values that parsed as something else: white space or '+' before an integer, hexadecimal
+  // reals, an empty value (taken as the default, or --preview '' as the root folder).
+  fails(with({"--iters", "\n2"}), 2, {"--iters", "an integer", "'\\n2'"});
+  fails(with({"--tv-iters", " +1"}), 2, {"--tv-iters", "an integer"});
+  fails(with({"--tv-weight", "0x10"}), 2, {"--tv-weight", "'0x10'"});
+  fails(with({"--tv-weight", " 0.1"}), 2, {"--tv-weight", "' 0.1'"});
+  fails(with({"--preview", ""}), 2, {"--preview: expected", "got ''"});
+  fails(with({"--type="}), 2, {"--type: expected", "got ''"});
   fails({"recon", "admm-tv", "y.npy", "--mask", "m.npy", "--gamma", "-0.1", "-o", "x.npy"}, 2,
         {"--gamma", ">= 0", "'-0.1'"});
   // Each method's own option was silently ignored by the other.
@@ -678,6 +689,9 @@ TEST_F(Cli, ReconErrorsNameTheArgument) {
         {"hpipe recon admm-tv: --no-accelerate applies to gap-tv only"});
   fails(with({"--truth", "t.npy"}), 1, {"t.npy", "the truth has shape (3, 12, 12), the reconstruction (4, 12, 11)"});
   fails({"recon", "gap-tv", "y.npy", "--mask", "m.npy", "--step", "2", "-o", "x.npy"}, 1, {"y.npy", "width 14"});
+  // A number below the smallest normal double is still a number (strtod's ERANGE refused it).
+  ok({"recon", "admm-tv", "y.npy", "--mask", "m.npy", "--step", "1", "-o", "x2.npy", "--gamma", "1e-320", "--iters",
+      "1", "--tv-iters", "1", "--device", "cpu"});
 }
 
 template <class T>
@@ -1021,6 +1035,9 @@ TEST_F(Cli, SynthRefusesAMaskOnItsOwnOutput) {
         {"--mask ./b_1.npy", "b_1.npy"});
   fails({"synth", "-o", "b_%d.npy", "--mask", "b_1.npy", "--bands", "2", "--height", "3", "--width", "4"}, 2,
         {"--mask b_1.npy", "-o b_%d.npy"});
+  // A mask name of no output format is the mask's error (it was blamed on -o).
+  fails({"synth", "-o", "s.npy", "--mask", "m.txt", "--bands", "2", "--height", "3", "--width", "4"}, 2,
+        {"--mask m.txt: expected a .png, .npy"});
 }
 
 // Each input is opened once: a named pipe used to hang (opened to sniff its format, then again).
@@ -1334,6 +1351,12 @@ TEST_F(Cli, BatchGivesTheSingleCallsResultsAndShardsPartitionTheItems) {
   ok(batch({"meas", "-o", "slurm"}));
   for (const char *v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"}) unsetenv(v);
   EXPECT_EQ(names_in(dir / "slurm"), (std::set<std::string>{"y1.npy", "y4.npy"}));
+  // A task id below the array's first one (the batch did nothing and said done).
+  setenv("SLURM_ARRAY_TASK_ID", "0", 1);
+  setenv("SLURM_ARRAY_TASK_COUNT", "3", 1);
+  setenv("SLURM_ARRAY_TASK_MIN", "1", 1);
+  fails(batch({"meas", "-o", "slurm0"}), 2, {"SLURM_ARRAY_TASK_ID", "got -1/3"});
+  for (const char *v : {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN"}) unsetenv(v);
   setenv("JOB_COMPLETION_INDEX", "0", 1);
   setenv("JOB_COMPLETIONS", "3", 1);
   ok(batch({"meas", "-o", "k8s"}));
@@ -1489,6 +1512,8 @@ TEST_F(Cli, BatchUsageErrorsNameTheArgument) {
   fs::create_directories(dir / "other");
   fs::copy_file(dir / "meas" / "y0.npy", dir / "other" / "y0.npy");
   fails({"batch", "map", "exp", "meas", "-o", "o"}, 2, {"expected cassi or recon"});
+  // A '%' in an output name made each item's output a pattern (b%d.npy wrote b0.npy ... b7.npy).
+  fails(batch({"meas", "-o", "pct%d"}), 2, {"pct%d: -o names the output folder", "'%'"});
   fails({"batch", "cassi", "pinv", "meas", "--mask", "mask.npy", "--iters", "3", "-o", "o"}, 2,
         {"unknown option --iters for 'hpipe cassi'"});
   fails(batch({"meas", "-o", "o", "--shard", "3/3"}), 2, {"--shard", "3/3"});

@@ -2,12 +2,15 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <limits>
 #include <new>
 #include <sstream>
 
@@ -223,6 +226,8 @@ Context::Context(const Command &c, const std::vector<std::string> &args) : comma
     } else {
       throw UsageError(std::string(o->name) + ": expected " + o->value);
     }
+    // An empty value (--type=, --preview '') was taken as the option's default, or as a path.
+    if (o->value && v.empty()) throw UsageError(std::string(o->name) + ": expected " + o->value + ", got ''");
     values_[o->name] = v;
     given_.emplace_back(o, v);
   }
@@ -288,7 +293,9 @@ std::int64_t Context::integer(const char *option, std::int64_t fallback, std::in
   char *end = nullptr;
   errno = 0;
   const long long n = std::strtoll(v->c_str(), &end, 10);
-  if (v->empty() || *end != '\0' || errno != 0 || n < min || n > max)
+  // Digits with an optional minus sign only (strtoll also skips white space and takes a '+').
+  const bool plain = !v->empty() && (std::isdigit(static_cast<unsigned char>((*v)[0])) || (*v)[0] == '-');
+  if (!plain || *end != '\0' || errno != 0 || n < min || n > max)
     throw UsageError(std::string(option) + ": expected an integer from " + std::to_string(min) + " to " +
                      std::to_string(max) + ", got '" + *v + "'");
   return n;
@@ -315,10 +322,17 @@ std::optional<std::vector<double>> number_list(const std::string &text) {
   std::vector<double> out;
   const char *p = text.c_str();
   while (true) {
+    // Decimal numbers only: strtod also takes hexadecimal ones, "inf" and leading white space
+    // (a space after a comma is kept).
+    if (!out.empty()) p += std::strspn(p, " ");
+    const std::size_t length = std::strspn(p, "0123456789+-.eE");
+    if (length == 0 || (p[length] != '\0' && p[length] != ',' && p[length] != ' ')) return std::nullopt;
     char *end = nullptr;
     errno = 0;
     const double x = std::strtod(p, &end);
-    if (end == p || errno != 0 || !std::isfinite(x)) return std::nullopt;
+    // ERANGE for a number below the smallest normal (1e-320) too: that one is taken as it rounds.
+    if (end != p + length || (errno != 0 && std::fabs(x) >= std::numeric_limits<double>::min()) || !std::isfinite(x))
+      return std::nullopt;
     out.push_back(x);
     while (*end == ' ') end++;
     if (*end == '\0') return out;
@@ -460,6 +474,13 @@ std::string Context::finish_json(double total_ms) const {
 
 // ---- main ----
 
+// The one line of an error: a value or a file name with line breaks in it is shown escaped.
+void print_error(const std::string &message) {
+  std::string line;
+  for (const char c : message) line += c == '\n' ? "\\n" : c == '\r' ? "\\r" : std::string(1, c);
+  std::fprintf(stderr, "hpipe: error: %s\n", line.c_str());
+}
+
 int main(int argc, char **argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<std::string> args(argv + 1, argv + argc);
@@ -497,16 +518,12 @@ int main(int argc, char **argv) {
     }
     return status;
   } catch (const UsageError &e) {
-    std::fprintf(stderr, "hpipe: error: %s\n", e.what());
+    print_error(e.what());
     return 2;
-  } catch (const Failure &e) {
-    std::fprintf(stderr, "hpipe: error: %s\n", e.what());
-  } catch (const Error &e) {
-    std::fprintf(stderr, "hpipe: error: %s\n", e.what());
   } catch (const std::bad_alloc &) {
-    std::fprintf(stderr, "hpipe: error: out of memory\n");
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "hpipe: error: %s\n", e.what());
+    print_error("out of memory");
+  } catch (const std::exception &e) {  // Failure, hpipe::Error and the rest
+    print_error(e.what());
   }
   return 1;
 }

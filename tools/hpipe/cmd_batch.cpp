@@ -101,7 +101,7 @@ std::int64_t whole_number(const std::string &text, const std::string &what) {
 }
 
 Shard checked(Shard s, const std::string &what) {
-  if (s.count < 1 || s.index >= s.count)
+  if (s.count < 1 || s.index < 0 || s.index >= s.count)
     throw UsageError(what + ": expected an index from 0 to the count - 1 and a count >= 1, got " +
                      std::to_string(s.index) + "/" + std::to_string(s.count));
   return s;
@@ -194,8 +194,13 @@ Plan plan_of(const Context &ctx) {
   } catch (const UsageError &) {
     throw UsageError("--ext: expected an output format's extension (npy, png, mat, h5, tif, hdr), got '" + p.ext + "'");
   }
+  // An item's command reads its output name as a printf pattern where it has a '%' (--output).
+  if (p.outdir.find('%') != std::string::npos)
+    throw UsageError(p.outdir + ": -o names the output folder; a '%' in it would make each item's output a pattern");
   std::map<std::string, std::string> named;  // output -> input
   for (const std::string &in : item_inputs(p.sources)) {
+    if (stem(in).find('%') != std::string::npos)
+      throw UsageError(in + ": an output named after it would hold a '%', which hpipe reads as a pattern; rename it");
     const std::string out = p.outdir + "/" + stem(in) + "." + p.ext;
     const auto [it, fresh] = named.emplace(out, in);
     if (!fresh)

@@ -1,6 +1,7 @@
 // hpipe synth: the deterministic synthetic scene and mask (hpipe::synth_scene, hpipe::synth_mask).
 #include "commands.h"
 #include "file.h"
+#include "formats.h"
 #include "hpipe/synth.h"
 
 namespace hpipe::cli {
@@ -14,6 +15,7 @@ int run_synth(Context &ctx) {
   const std::int64_t seed = ctx.integer("--seed", 1, 0, INT64_MAX);
   const auto mask_path = ctx.value("--mask");
   if (mask_path) {  // the mask must not land on the scene, written just before it
+    output_format(*mask_path, "--mask");
     const std::vector<std::string> scene_files = plan_output(out, {bands, height, width}).files;
     for (const std::string &m : plan_output(*mask_path, {height, width}).files)
       for (const std::string &f : scene_files)

@@ -226,6 +226,14 @@ bool same_file(const std::string &a, const std::string &b) {
          fs::weakly_canonical(fs::absolute(b, ignored), ignored);
 }
 
+// A path as the file system resolves it (folders not yet made resolved by name): two spellings of
+// one output give one key.
+std::string output_key(const std::string &path) {
+  namespace fs = std::filesystem;
+  std::error_code ignored;
+  return fs::weakly_canonical(fs::absolute(path, ignored), ignored).lexically_normal().string();
+}
+
 bool exists(const std::string &path) {
   struct stat st {};
   return stat(path.c_str(), &st) == 0;
@@ -244,7 +252,7 @@ OutputSet::OutputSet(const std::vector<std::string> &targets, const std::vector<
 void OutputSet::check(const std::vector<std::string> &targets, const std::vector<std::string> &inputs, bool force) {
   std::set<std::string> seen;
   for (const std::string &t : targets) {
-    if (!seen.insert(t).second) throw UsageError(t + ": the output names this file twice");
+    if (!seen.insert(output_key(t)).second) throw UsageError(t + ": the output names this file twice");
     for (const std::string &in : inputs)
       if (t == in || same_file(t, in)) throw UsageError(t + ": refusing to overwrite an input file");
     if (is_directory(t)) throw UsageError(t + ": is a directory; expected an output file name");
@@ -254,8 +262,8 @@ void OutputSet::check(const std::vector<std::string> &targets, const std::vector
 
 std::size_t OutputSet::add(const std::vector<std::string> &targets, const std::vector<std::string> &inputs) {
   for (const std::string &t : targets)
-    if (std::find(targets_.begin(), targets_.end(), t) != targets_.end())
-      throw UsageError(t + ": the output names this file twice");
+    for (const std::string &earlier : targets_)
+      if (output_key(t) == output_key(earlier)) throw UsageError(t + ": the output names this file twice");
   check(targets, inputs, force_);
   std::set<std::string> folders;
   for (const std::string &t : targets) folders.insert(folder_of(t));
@@ -316,10 +324,16 @@ void OutputSet::remove_leftovers(const std::string &target) {
   });
 }
 
+// All or none: a stop signal waits until every file is in place (one arriving between renames left
+// some outputs written and others not), and a failed rename takes back the ones before it.
 void OutputSet::commit() {
+  const StopSignalsHeld held;
   for (std::size_t i = 0; i < targets_.size(); i++)
-    if (std::rename(temps_[i].c_str(), targets_[i].c_str()) != 0)
-      throw Failure(targets_[i] + ": cannot rename the finished file onto it: " + system_error());
+    if (std::rename(temps_[i].c_str(), targets_[i].c_str()) != 0) {
+      const std::string why = system_error();
+      for (std::size_t j = 0; j < i; j++) std::remove(targets_[j].c_str());
+      throw Failure(targets_[i] + ": cannot rename the finished file onto it: " + why);
+    }
   committed_ = true;
 }
 

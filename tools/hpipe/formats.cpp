@@ -163,7 +163,7 @@ RawArray chw_to_hwc(const RawArray &a) {
   return a;
 }
 
-Format output_format(const std::string &output) {
+Format output_format(const std::string &output, const char *option) {
   const std::string file = split_selector(output).file;
   if (ends_with(file, ".png")) return Format::png;
   if (ends_with(file, ".npy")) return Format::npy;
@@ -171,7 +171,7 @@ Format output_format(const std::string &output) {
   if (ends_with(file, ".h5") || ends_with(file, ".hdf5") || ends_with(file, ".he5")) return Format::hdf5;
   if (ends_with(file, ".tif") || ends_with(file, ".tiff")) return Format::tiff;
   if (ends_with(file, ".hdr")) return Format::envi;
-  throw UsageError("-o " + output +
+  throw UsageError(std::string(option) + " " + output +
                    ": expected a .png, .npy, .mat, .h5, .tif or .hdr (ENVI) name (or a pattern such as " +
                    "out/band_%02d.png)");
 }

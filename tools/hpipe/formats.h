@@ -56,8 +56,8 @@ RawArray chw_to_hwc(const RawArray &a);
 RawArray transpose(const RawArray &a, const std::vector<int> &perm);
 
 // The format an output name asks for, by extension (.png .npy .mat .h5/.hdf5 .tif/.tiff .hdr);
-// a UsageError for anything else.
-Format output_format(const std::string &output);
+// a UsageError naming `option` (the option that gave the name) for anything else.
+Format output_format(const std::string &output, const char *option = "-o");
 // The files an output writes: ENVI's header and its data (.img); otherwise the file itself.
 std::vector<std::string> output_files(Format f, const std::string &output);
 
