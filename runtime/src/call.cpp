@@ -14,6 +14,7 @@
 
 #include "block_cache.h"
 #include "cuda_support.h"
+#include "environment.h"
 
 namespace hpipe::detail {
 
@@ -153,6 +154,7 @@ void fail_overlap(std::string_view op, std::string_view out_name, bool other_is_
 }
 
 Call::Call(const char *op, const Options &options) : op_(op), options_(options) {
+  if (const Environment &e = environment(); !e.problem.empty()) fail(e.bad_variable, e.problem);
   install_error_handler();
   install_block_cache();
   context_.cuda_stream = options.cuda_stream;
@@ -392,11 +394,7 @@ std::int64_t last_level_cache_bytes() {
 // (docs/performance-notes.md).
 std::int64_t streaming_threshold_bytes() {
   static const std::int64_t bytes = [] {
-    if (const char *env = std::getenv("HPIPE_STREAMING_BYTES")) {
-      char *end = nullptr;
-      const long long v = std::strtoll(env, &end, 10);
-      if (*env && !*end && v >= 0) return std::int64_t(v);
-    }
+    if (const auto b = environment().streaming_bytes) return *b;
     const std::int64_t cache = last_level_cache_bytes();
     return cache > 0 ? cache : std::int64_t(32) << 20;
   }();
@@ -407,12 +405,7 @@ std::int64_t streaming_threshold_bytes() {
 
 std::int64_t batch_part_bytes() {
   static const std::int64_t bytes = [] {
-    if (const char *env = std::getenv("HPIPE_BATCH_PART_BYTES")) {
-      char *end = nullptr;
-      const long long v = std::strtoll(env, &end, 10);
-      if (*env && !*end && v > 0) return std::min<std::int64_t>(v, kMostKernelBufferBytes);
-    }
-    return kMostKernelBufferBytes;
+    return std::min(environment().batch_part_bytes.value_or(kMostKernelBufferBytes), kMostKernelBufferBytes);
   }();
   return bytes;
 }

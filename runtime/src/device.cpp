@@ -12,6 +12,7 @@
 #include "HalideRuntime.h"
 #include "call.h"
 #include "cuda_support.h"
+#include "environment.h"
 #include "hpipe/device.h"
 #include "hpipe/error.h"
 #include "thread_pool.h"
@@ -133,14 +134,7 @@ const bool thread_pool_installed = [] {
   return true;
 }();
 
-CpuLimit limit_from_environment() {
-  const char *env = std::getenv("HPIPE_CPU_LIMIT");
-  const std::string v = env ? env : "";
-  if (v == "avx2") return CpuLimit::avx2;
-  if (v == "sse41") return CpuLimit::sse41;
-  return CpuLimit::none;
-}
-std::atomic<CpuLimit> cpu_limit_now{limit_from_environment()};
+std::atomic<CpuLimit> cpu_limit_now{detail::environment().cpu_limit};
 
 // The multitarget dispatch asks this before each call which variant's features it may use.
 extern "C" int capped_can_use_target_features(int count, const std::uint64_t *features) {

@@ -28,6 +28,8 @@
 
 #include "thread_pool.h"
 
+#include "environment.h"
+
 namespace hpipe {
 namespace {
 
@@ -39,12 +41,7 @@ namespace {
 constexpr int kDefaultSpinMicros = 1000;
 
 std::chrono::microseconds spin_time() {
-  static const std::chrono::microseconds spin = [] {
-    const char *env = std::getenv("HPIPE_SPIN_US");
-    char *end = nullptr;
-    const long us = env ? std::strtol(env, &end, 10) : -1;
-    return std::chrono::microseconds(env && *env && !*end && us >= 0 ? us : kDefaultSpinMicros);
-  }();
+  static const std::chrono::microseconds spin(detail::environment().spin_us.value_or(kDefaultSpinMicros));
   return spin;
 }
 

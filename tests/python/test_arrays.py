@@ -1,6 +1,9 @@
 """How the module takes arrays: in place (zero copy, `out=` written where it is), NumPy and
 DLPack producers (PyTorch), bad input rejected with the argument named, the GIL released."""
 import inspect
+import os
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -393,6 +396,20 @@ def test_elementwise_in_place(rng, fn):
         x = np.ones((4, 8), dtype)
         assert "overlaps input x" in error_message(lambda: op(x[:, :-1], out=x[:, 1:]), hpipe.Error)
         np.testing.assert_array_equal(x, 1)
+
+
+@pytest.mark.parametrize("variable, value, expected", [
+    ("HPIPE_CPU_LIMIT", "AVX2", "HPIPE_CPU_LIMIT: expected avx2 or sse41 (or unset), got 'AVX2'"),
+    ("HPIPE_SPIN_US", "99999999999999999999", "HPIPE_SPIN_US: expected a whole number from 0 to 1000000"),
+    ("HPIPE_STREAMING_BYTES", "-1", "HPIPE_STREAMING_BYTES: expected a whole number from 0 up (or unset), got '-1'"),
+    ("HPIPE_BATCH_PART_BYTES", "1e6", "HPIPE_BATCH_PART_BYTES: expected a whole number from 1 up")])
+def test_a_bad_environment_variable_fails_every_call(variable, value, expected):
+    # A typo capped nothing (HPIPE_CPU_LIMIT=AVX2) and a huge spin time overflowed: read once per
+    # process, so in one of its own.
+    script = "import hpipe, numpy\ntry:\n    hpipe.exp(numpy.ones(3))\nexcept hpipe.Error as e:\n    print(e)\n"
+    run = subprocess.run([sys.executable, "-c", script], env={**os.environ, variable: value}, capture_output=True,
+                         text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.startswith("hpipe.exp: " + expected), run.stdout + run.stderr
 
 
 def test_error_is_a_value_error_with_the_cpp_message():
