@@ -673,6 +673,9 @@ TEST_F(Cli, ReconErrorsNameTheArgument) {
   fails(with({"--tv-weight", "0"}), 2, {"--tv-weight", "> 0", "'0'"});
   fails(with({"--tv-iters", "0"}), 2, {"--tv-iters", "'0'"});
   fails(with({"--lambda", "fast"}), 2, {"--lambda", "'fast'"});
+  // Past the library's bound in float32 (exit 1, named as the library's lambda).
+  fails(with({"--lambda", "1e308"}), 2, {"--lambda: expected a value > 0, at most", "(float32)"});
+  fails(with({"--tv-weight", "1e-320"}), 2, {"--tv-weight: expected a value from"});
   // Values that parsed as something else: white space or '+' before an integer, hexadecimal
   // reals, an empty value (taken as the default, or --preview '' as the root folder).
   fails(with({"--iters", "\n2"}), 2, {"--iters", "an integer", "'\\n2'"});
@@ -1205,6 +1208,7 @@ TEST_F(Cli, FailedWritesToStandardOutputAreErrors) {
 
 TEST_F(Cli, UsageErrorsExitWith2AndEveryCommandHasHelpWithAnExample) {
   fails({"frobnicate"}, 2, {"unknown command 'frobnicate'"});
+  fails({"help", "frobnicate"}, 2, {"unknown command 'frobnicate'"});
   fails({"info", "--colour"}, 2, {"unknown option --colour", "hpipe info --help"});
   fails({"info"}, 2, {"expected one or more files"});
   fails({"convert", "a.npy"}, 2, {"-o OUT is required"});
@@ -1418,7 +1422,10 @@ TEST_F(Cli, OutputsAreCheckedBeforeAnyComputation) {
       {{"-o", "b_%s.png"}, "output pattern 'b_%s.png': expected exactly one integer conversion"},
       {{"-o", "b_%d.mat"}, "b_%d.mat: a MAT file holds the whole result"},
       {{"-o", "x.npy", "--preview", "p"}, "has 4 bands and no wavelengths"},
-      {{"-o", "x.npy", "--preview", "p", "--wavelengths", "450,500"}, "--wavelengths"}};
+      {{"-o", "x.npy", "--preview", "p", "--wavelengths", "450,500"}, "--wavelengths"},
+      // Micrometres drew a black picture.
+      {{"-o", "x.npy", "--preview", "p", "--wavelengths", "0.45:0.65"},
+       "--wavelengths 0.45:0.65: no band within the visible 380-780 nm"}};
   for (const auto &[extra, what] : cases) {
     SCOPED_TRACE(what);
     std::vector<std::string> args = endless;

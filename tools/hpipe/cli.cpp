@@ -485,12 +485,15 @@ int main(int argc, char **argv) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    if (args.size() > 1)
+    if (args.size() > 1) {
       for (const Command &c : commands())
         if (args[1] == c.name) {
           print_help(std::cout, c);
           return 0;
         }
+      print_error("unknown command '" + args[1] + "' (see hpipe --help)");  // help of it said 0
+      return 2;
+    }
     print_overview(args.empty() ? std::cerr : std::cout);
     return args.empty() ? 2 : 0;
   }
@@ -498,7 +501,7 @@ int main(int argc, char **argv) {
   for (const Command &c : commands())
     if (args[0] == c.name) command = &c;
   if (!command) {
-    std::fprintf(stderr, "hpipe: error: unknown command '%s' (see hpipe --help)\n", args[0].c_str());
+    print_error("unknown command '" + args[0] + "' (see hpipe --help)");
     return 2;
   }
   try {

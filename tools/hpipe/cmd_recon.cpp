@@ -95,10 +95,23 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
     std::fflush(stdout);
   };
   ctx.timed("compute", [&] {
-    if (method == ReconMethod::gap_tv)
-      gap_tv(yv, mask, params, View<T, 4>(x.data(), cube), progress, ctx.options);
-    else
-      admm_tv(yv, mask, params, View<T, 4>(x.data(), cube), progress, ctx.options);
+    try {
+      if (method == ReconMethod::gap_tv)
+        gap_tv(yv, mask, params, View<T, 4>(x.data(), cube), progress, ctx.options);
+      else
+        admm_tv(yv, mask, params, View<T, 4>(x.data(), cube), progress, ctx.options);
+    } catch (const Error &e) {
+      // The library's bounds of a parameter that depend on the precision (--lambda 1e308 is past
+      // float32's): a usage error naming the option that gave it.
+      const std::string what = e.what(), op = std::string("hpipe::") + to_string(method) + ": ";
+      for (const auto &[parameter, option] : {std::pair{"lambda: ", "--lambda: "},
+                                              {"gamma: ", "--gamma: "},
+                                              {"tv.weight: ", "--tv-weight: "},
+                                              {"tv.iterations: ", "--tv-iters: "}})
+        if (const std::string named = op + parameter; what.rfind(named, 0) == 0)
+          throw UsageError(option + what.substr(named.size()));
+      throw;
+    }
   });
   ctx.summary.set("method", to_string(method)).set("bands", c).set("iterations", params.iterations);
   ctx.summary.set("residuals", residuals);

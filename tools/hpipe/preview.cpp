@@ -128,8 +128,10 @@ const std::vector<double> &kaist_wavelengths() {
   return nm;
 }
 
-std::vector<double> band_wavelengths(const std::optional<std::string> &option, const std::vector<double> &from_file,
-                                     std::int64_t bands, const std::string &cube) {
+namespace {
+
+std::vector<double> wavelengths_of(const std::optional<std::string> &option, const std::vector<double> &from_file,
+                                   std::int64_t bands, const std::string &cube) {
   if (option) {
     const std::size_t colon = option->find(':');
     if (colon != std::string::npos) {
@@ -155,6 +157,22 @@ std::vector<double> band_wavelengths(const std::optional<std::string> &option, c
   throw UsageError(cube + " has " + std::to_string(bands) +
                    " bands and no wavelengths of its own: give --wavelengths " +
                    "(a list, or START:STOP); only 28 bands default to the KAIST wavelengths");
+}
+
+}  // namespace
+
+// Wavelengths of which none is visible (the colour matching functions' 380-780 nm) drew a black
+// picture: micrometres, or a typo.
+std::vector<double> band_wavelengths(const std::optional<std::string> &option, const std::vector<double> &from_file,
+                                     std::int64_t bands, const std::string &cube) {
+  std::vector<double> nm = wavelengths_of(option, from_file, bands, cube);
+  if (std::none_of(nm.begin(), nm.end(), [](double w) { return w >= 380 && w <= 780; })) {
+    char range[64];
+    std::snprintf(range, sizeof range, "%g to %g", nm.front(), nm.back());
+    throw UsageError((option ? "--wavelengths " + *option : cube + "'s wavelengths, " + range) +
+                     ": no band within the visible 380-780 nm, so the picture would be black; give them in nm");
+  }
+  return nm;
 }
 
 std::optional<double> parse_gain(const std::string &text) {
