@@ -1038,6 +1038,10 @@ TEST_F(Cli, SynthRefusesAMaskOnItsOwnOutput) {
         {"--mask ./b_1.npy", "b_1.npy"});
   fails({"synth", "-o", "b_%d.npy", "--mask", "b_1.npy", "--bands", "2", "--height", "3", "--width", "4"}, 2,
         {"--mask b_1.npy", "-o b_%d.npy"});
+  // The folders made for the scene go with it when the mask cannot be written (they stayed, empty).
+  spill(dir / "afile", "");
+  fails({"synth", "-o", "new/deep/s.npy", "--mask", "afile/m.npy", "--bands", "2", "--height", "3", "--width", "4"}, 1,
+        {"afile/m.npy: cannot create"});
   // A mask name of no output format is the mask's error (it was blamed on -o).
   fails({"synth", "-o", "s.npy", "--mask", "m.txt", "--bands", "2", "--height", "3", "--width", "4"}, 2,
         {"--mask m.txt: expected a .png, .npy"});

@@ -42,12 +42,15 @@ class StopSignalsHeld {
   sigset_t before_;
 };
 
-// mkdir -p
-void make_folders(const std::string &dir) {
+// mkdir -p, adding the folders it made to `made` (parents first).
+void make_folders(const std::string &dir, std::vector<std::string> &made) {
   if (dir.empty() || is_directory(dir)) return;
-  make_folders(folder_of(dir));
-  if (mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
+  make_folders(folder_of(dir), made);
+  if (mkdir(dir.c_str(), 0777) == 0) {
+    made.push_back(dir);
+  } else if (errno != EEXIST) {
     throw Failure(dir + ": cannot create the output folder: " + system_error());
+  }
 }
 
 const char kTempTag[] = ".hpipe-";  // a temporary file is .NAME.hpipe-HOST-PID.tmp
@@ -268,7 +271,12 @@ std::size_t OutputSet::add(const std::vector<std::string> &targets, const std::v
   std::set<std::string> folders;
   for (const std::string &t : targets) folders.insert(folder_of(t));
   for (const std::string &f : folders) {
-    make_folders(f);
+    std::vector<std::string> made;
+    make_folders(f, made);
+    {
+      const StopSignalsHeld held;  // the signal handler reads the list
+      made_folders_.insert(made_folders_.end(), made.begin(), made.end());
+    }
     remove_stale_temporaries(f);
   }
   const std::size_t first = targets_.size();
@@ -301,16 +309,20 @@ OutputSet::~OutputSet() {
         break;
       }
   }
-  if (!committed_)
+  if (!committed_) {
     for (const std::string &t : temps_) std::remove(t.c_str());
+    for (auto f = made_folders_.rbegin(); f != made_folders_.rend(); ++f) rmdir(f->c_str());  // if empty
+  }
 }
 
 OutputSet *OutputSet::writing_ = nullptr;
 
 void OutputSet::remove_and_reraise(int sig) {
   for (const OutputSet *s = writing_; s; s = s->next_)
-    if (!s->committed_)
+    if (!s->committed_) {
       for (const std::string &t : s->temps_) unlink(t.c_str());
+      for (auto f = s->made_folders_.rbegin(); f != s->made_folders_.rend(); ++f) rmdir(f->c_str());
+    }
   signal(sig, SIG_DFL);
   raise(sig);
 }

@@ -70,7 +70,8 @@ bool is_directory(const std::string &path);
 
 // The outputs of one command: each is written to a temporary file beside its target
 // (.NAME.hpipe-HOST-PID.tmp) and renamed onto it only by commit(), after all were written;
-// destroyed uncommitted, it removes them. Temporary files that a killed hpipe of this machine left
+// destroyed uncommitted (or stopped by a signal), it removes them and the folders it made for them.
+// Temporary files that a killed hpipe of this machine left
 // in the target folders (their PID no longer runs) are removed first; other machines' are kept.
 class OutputSet {
  public:
@@ -103,6 +104,7 @@ class OutputSet {
   bool force_;
   std::vector<std::string> targets_;
   std::vector<std::string> temps_;
+  std::vector<std::string> made_folders_;  // in the order made, parents first
   bool committed_ = false;
   bool listed_ = false;  // in writing_
   OutputSet *next_ = nullptr;
