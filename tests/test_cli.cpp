@@ -1038,6 +1038,9 @@ TEST_F(Cli, SynthRefusesAMaskOnItsOwnOutput) {
         {"--mask ./b_1.npy", "b_1.npy"});
   fails({"synth", "-o", "b_%d.npy", "--mask", "b_1.npy", "--bands", "2", "--height", "3", "--width", "4"}, 2,
         {"--mask b_1.npy", "-o b_%d.npy"});
+  // An output that cannot take the scene is refused before the scene is computed (17 GB here).
+  fails({"synth", "-o", "big.png", "--height", "1048576", "--width", "4096"}, 2, {"big.png: the result has 28 planes"},
+        "timeout 10");
   // The folders made for the scene go with it when the mask cannot be written (they stayed, empty).
   spill(dir / "afile", "");
   fails({"synth", "-o", "new/deep/s.npy", "--mask", "afile/m.npy", "--bands", "2", "--height", "3", "--width", "4"}, 1,

@@ -14,9 +14,11 @@ int run_synth(Context &ctx) {
   const std::int64_t width = ctx.integer("--width", 256, 1, 1 << 20);
   const std::int64_t seed = ctx.integer("--seed", 1, 0, INT64_MAX);
   const auto mask_path = ctx.value("--mask");
+  // The scene's files before it is computed (a PNG too large for the format was refused after
+  // computing a scene of 17 GB).
+  const std::vector<std::string> scene_files = plan_output(out, {bands, height, width}).files;
   if (mask_path) {  // the mask must not land on the scene, written just before it
     output_format(*mask_path, "--mask");
-    const std::vector<std::string> scene_files = plan_output(out, {bands, height, width}).files;
     for (const std::string &m : plan_output(*mask_path, {height, width}).files)
       for (const std::string &f : scene_files)
         if (same_file(m, f))
