@@ -87,7 +87,7 @@ void run_elementwise_1d(const char *op, const K &kernel, View<const T, 1> x, Vie
                         const Options &options) {
   const std::int64_t n = x.shape(0);
   const std::int64_t whole = in_place && x.memory() == Memory::host ? n - n % kInPlaceLanes : n;
-  if (whole > 0) {
+  if (whole > 0 || n == 0) {  // an empty call still checks the device, as every call does
     Call call(op, options);
     auto xa = call.input("x", View<const T, 1>(x.data(), {whole}, x.strides(), x.memory()));
     const View<T, 1> head(y.data(), {whole}, y.strides(), y.memory());
