@@ -1,6 +1,8 @@
 // CPU-vector and CUDA schedules of the CASSI family (algorithms: generators/cassi.h).
 #pragma once
 
+#include <cstdint>
+
 #include "generators/cassi.h"
 #include "schedules/common.h"
 #include "schedules/knobs.h"
@@ -68,8 +70,9 @@ struct CassiCudaKnobs {
     f("items_per_thread", items_per_thread, Candidates{1, 2, 4});
     f("divide_measurement", divide_measurement, Candidates{0, 1, 2});
   }
+  // The product in 64 bits: in int, 65536 x 65536 wrapped to 0 and passed.
   bool valid() const {
-    return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024 && bands_per_thread >= 1 &&
+    return block_w >= 1 && block_h >= 1 && std::int64_t{block_w} * block_h <= 1024 && bands_per_thread >= 1 &&
            items_per_thread >= 1 && divide_measurement >= 0 && divide_measurement <= 2;
   }
 };

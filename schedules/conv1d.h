@@ -1,6 +1,8 @@
 // CPU-vector and CUDA schedules of the batched 1-D convolution (algorithm: generators/conv1d.h).
 #pragma once
 
+#include <cstdint>
+
 #include "generators/conv1d.h"
 #include "schedules/knobs.h"
 
@@ -47,7 +49,8 @@ struct Conv1dCudaKnobs {
     f("block_k", block_k, Candidates{16, 32, 64, 128});
     f("block_rows", block_rows, Candidates{1, 2, 4, 8, 16});
   }
-  bool valid() const { return block_k >= 1 && block_rows >= 1 && block_k * block_rows <= 1024; }
+  // The product in 64 bits: in int, 65536 x 65536 wrapped to 0 and passed.
+  bool valid() const { return block_k >= 1 && block_rows >= 1 && std::int64_t{block_k} * block_rows <= 1024; }
 };
 
 void schedule_cpu(alg::Conv1d op, const Halide::Target &t, const Conv1dCpuKnobs &k);

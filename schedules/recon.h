@@ -1,6 +1,8 @@
 // CPU-vector and CUDA schedules of the reconstruction family (algorithms: generators/recon.h).
 #pragma once
 
+#include <cstdint>
+
 #include "generators/recon.h"
 #include "schedules/knobs.h"
 
@@ -32,7 +34,8 @@ struct ReconCudaKnobs {
     f("block_w", block_w, Candidates{16, 32, 64, 128});
     f("block_h", block_h, Candidates{1, 2, 4, 8, 16});
   }
-  bool valid() const { return block_w >= 1 && block_h >= 1 && block_w * block_h <= 1024; }
+  // The product in 64 bits: in int, 65536 x 65536 wrapped to 0 and passed.
+  bool valid() const { return block_w >= 1 && block_h >= 1 && std::int64_t{block_w} * block_h <= 1024; }
 };
 
 // The per-band TV and its iterations have no sweep; the vectorial TV alone has no other stage.

@@ -95,9 +95,162 @@ if (STEP STREQUAL "defaults")
         -P "${SOURCE}/cmake/HpipeTuning.cmake")
     expect_in("${err}" "${message}")
   endforeach ()
+  # CUDA blocks of 65536 x 65536 threads: valid() multiplied in int, which wrapped to 0 and passed.
+  foreach (case "cassi_forward:block_w:65536,block_h:65536" "tv_chambolle:block_w:65536,block_h:65536"
+                "conv1d:block_k:65536,block_rows:65536")
+    string(FIND "${case}" ":" colon)
+    string(SUBSTRING "${case}" 0 ${colon} op)
+    math(EXPR colon "${colon} + 1")
+    string(SUBSTRING "${case}" ${colon} -1 knobs)
+    file(WRITE "${WORK}/huge.jsonl" "{\"op\":\"${op}\",\"backend\":\"cuda\",\"target\":\"host-cuda\",\"machine\":\"Test GPU\",\"scheduler\":\"knobs\",\"shape\":\"N=2\",\"knobs\":\"${knobs}\",\"status\":\"ok\",\"time_ms\":1}\n")
+    run(2 "${TUNE}" import "${WORK}/huge.jsonl" --db "${WORK}/imported.jsonl")
+    expect_in("${err}" "huge.jsonl:1: knobs '${knobs}' of ${op} on cuda are not this build's: knobs '${knobs}' are not a legal combination")
+  endforeach ()
+
   # The generator rejects an illegal combination with the reason.
   run(1 "${GENERATOR}" -g cassi_forward_f32 -o "${WORK}" -e o target=host "knobs=vector_factor:0")
   expect_in("${err}" "not a legal combination")
+
+  # Configure-time errors on a file of the wrong shape name the file and the member (they were
+  # CMake's own "string sub-command JSON MEMBER needs ... OBJECT", without the file).
+  foreach (case "[1,2]|\"kernels\" must be a JSON object, got the JSON type array"
+                "{\"batched_dot\": {\"cpu\": 5}}|the cpu knobs of batched_dot must be a JSON object, got the JSON type number"
+                "{\"batched_dot\": \"x\"}|op 'batched_dot' must be a JSON object"
+                "{\"batched_dot\": {\"cpu\": {\"chunks_per_task\": 99999999999}}}|knob 'chunks_per_task' of batched_dot on cpu needs a 32-bit integer, got '99999999999'")
+    string(FIND "${case}" "|" bar REVERSE)
+    string(SUBSTRING "${case}" 0 ${bar} kernels)
+    math(EXPR bar "${bar} + 1")
+    string(SUBSTRING "${case}" ${bar} -1 message)
+    file(WRITE "${WORK}/shape.json" "{\"format\": \"hpipe-knobs/1\", \"kernels\": ${kernels}}")
+    run(1 "${CMAKE_COMMAND}" -D FILE=${WORK}/shape.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json
+        -P "${SOURCE}/cmake/HpipeTuning.cmake")
+    expect_in("${err}" "HPIPE_TUNING_FILE ${WORK}/shape.json: ${message}")
+  endforeach ()
+
+  # Usage mistakes that did something else: --ops "" or "," tuned every op, a word after export or
+  # report was ignored (export wrote tuned_knobs.json, report read the default database), a
+  # budget of 1e7h overflowed the clock and tuned nothing, --out with --check was ignored.
+  foreach (ops "" ",")  # execute_process keeps an empty argument, which run()'s ARGN drops
+    execute_process(COMMAND "${TUNE}" tune --ops "${ops}" --db "${WORK}/ops.jsonl" RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if (NOT rc EQUAL 2)
+      message(FATAL_ERROR "tune --ops '${ops}': exit ${rc}, expected 2\n${err}")
+    endif ()
+    expect_in("${err}" "hpipe-tune: --ops: expected op names joined by commas (see hpipe-tune list), got '${ops}'")
+  endforeach ()
+  run(2 "${TUNE}" export mine.json)
+  expect_in("${err}" "hpipe-tune: export: unexpected argument 'mine.json' (the output is --out FILE)")
+  run(2 "${TUNE}" report other.jsonl)
+  expect_in("${err}" "hpipe-tune: report: unexpected argument 'other.jsonl' (the database is --db FILE)")
+  run(2 "${TUNE}" tune --budget 1e7h --db "${WORK}/budget.jsonl")
+  expect_in("${err}" "hpipe-tune: --budget: expected a duration of at most a year (8760h), got '1e7h'")
+  run(2 "${TUNE}" bundle --out "${WORK}/bundle" --min-time 1)  # the bundle's own option: it was ignored
+  expect_in("${err}" "hpipe-tune: bundle: --min-time is the bundle's own option (./hpipe-tune-bundle --min-time S)")
+  run(2 "${TUNE}" bundle --out "${WORK}/bundle" --budget 1m)
+  expect_in("${err}" "hpipe-tune: bundle: --budget applies to tune")
+  run(2 "${TUNE}" defaults --out "${WORK}/d.json" --check "${SOURCE}/cmake/default_knobs.json")
+  expect_in("${err}" "defaults takes --out FILE (write) or --check FILE (compare), not both")
+
+  # tune --target runs the variants in this process: another architecture segfaulted, x86-32 hit a
+  # Halide internal error, a CUDA target failed every variant and exited 0. Refused up front.
+  foreach (case "arm-64-linux:tune runs the variants here (JIT), so it takes this host's"
+                "x86-32-linux:tune runs the variants here (JIT), so it takes this host's"
+                "host-cuda:tune measures CPU schedules, got the device target 'host-cuda'")
+    string(REPLACE ":" ";" parts "${case}")
+    list(GET parts 0 target)
+    list(GET parts 1 message)
+    run(2 "${TUNE}" tune --target ${target} --ops batched_dot --size small --db "${WORK}/target.jsonl")
+    expect_in("${err}" "hpipe-tune: --target: ${message}")
+    if (EXISTS "${WORK}/target.jsonl")
+      message(FATAL_ERROR "tune --target ${target} wrote records")
+    endif ()
+  endforeach ()
+
+  # HL_NUM_THREADS is read as the runtime reads it (runtime/src/device.cpp): a value atoi() does
+  # not make > 0 means the cores (the tuner took 1), a larger one is capped at 1024.
+  run(1 "${CMAKE_COMMAND}" -E env --unset=HL_NUM_THREADS "${TUNE}" export --db "${WORK}/none.jsonl")
+  string(REGEX MATCH "\\(([0-9]+) threads\\)" unused "${err}")
+  set(cores "${CMAKE_MATCH_1}")
+  foreach (case "abc:${cores}" "0:${cores}" "-3:${cores}" "7abc:7" "5000:1024")
+    string(REPLACE ":" ";" parts "${case}")
+    list(GET parts 0 value)
+    list(GET parts 1 threads)
+    run(1 "${CMAKE_COMMAND}" -E env HL_NUM_THREADS=${value} "${TUNE}" export --db "${WORK}/none.jsonl")
+    expect_in("${err}" "(${threads} threads)")
+  endforeach ()
+
+  # Writes of --out are atomic: a write that fails (here past a file size limit of 0) leaves the
+  # previous file as it was and nothing beside it (it was truncated to 0 bytes).
+  find_program(SH sh)
+  if (SH)
+    file(WRITE "${WORK}/previous.json" "previous\n")
+    # (&&, not ;, which run() would split into arguments)
+    run(1 "${SH}" -c "ulimit -f 0 && trap '' XFSZ && exec \"$0\" defaults --out \"$1\"" "${TUNE}" "${WORK}/previous.json")
+    expect_in("${err}" "hpipe-tune: error: --out ${WORK}/previous.json: cannot write: File too large")
+    file(READ "${WORK}/previous.json" previous)
+    file(GLOB left "${WORK}/previous.json.*")
+    if (NOT previous STREQUAL "previous\n" OR left)
+      message(FATAL_ERROR "a failed defaults --out changed the file to '${previous}' or left ${left}")
+    endif ()
+  endif ()
+
+  # Records by hand (a GPU host's), of batched_dot on CUDA.
+  set(gpu "{\"op\":\"batched_dot\",\"backend\":\"cuda\",\"target\":\"host-cuda\",\"machine\":\"Test GPU\",\"scheduler\":\"knobs\"")
+  set(ok "\"status\":\"ok\",\"max_error\":0.5")
+  # export takes the shape most recently measured (it took the shape of the first variant seen):
+  # rows_per_block 256 is faster, but at shape N=1, measured before N=2 again.
+  file(WRITE "${WORK}/shapes.jsonl"
+       "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_block:64\",${ok},\"time_ms\":0.5}\n"
+       "${gpu},\"shape\":\"N=1\",\"knobs\":\"rows_per_block:256\",${ok},\"time_ms\":0.1}\n"
+       "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_block:64\",${ok},\"time_ms\":0.5,\"phase\":\"confirm\"}\n")
+  run(0 "${TUNE}" export --db "${WORK}/shapes.jsonl" --out "${WORK}/shapes.json")
+  file(READ "${WORK}/shapes.json" exported)
+  expect_in("${exported}" "\"cuda\": {\"rows_per_block\": 64}")
+  # An output that is the input database is refused (it overwrote the database), by any path.
+  file(SIZE "${WORK}/shapes.jsonl" size_before)
+  get_filename_component(work_name "${WORK}" NAME)
+  run(2 "${TUNE}" export --db "${WORK}/shapes.jsonl" --out "${WORK}/../${work_name}/shapes.jsonl")
+  expect_in("${err}" "expected a file other than the input --db ${WORK}/shapes.jsonl, which it would overwrite")
+  file(SIZE "${WORK}/shapes.jsonl" size_after)
+  if (NOT size_before EQUAL size_after)
+    message(FATAL_ERROR "export --out <its --db> changed the database")
+  endif ()
+
+  # A record appended after a line cut short (a killed run) starts a line of its own (it was glued
+  # to the cut line and lost with it).
+  file(WRITE "${WORK}/cut.jsonl" "${gpu},\"shape\":\"N=2\",\"kno")
+  file(WRITE "${WORK}/one.jsonl" "${gpu},\"shape\":\"N=3\",\"knobs\":\"rows_per_block:32\",${ok},\"time_ms\":0.5}\n")
+  run(0 "${TUNE}" import "${WORK}/one.jsonl" --db "${WORK}/cut.jsonl")
+  run(0 "${TUNE}" report --db "${WORK}/cut.jsonl")
+  expect_in("${out}" "rows_per_block:32")
+  expect_in("${err}" "cut.jsonl:1: skipped, not a record ('\"' expected at column")
+
+  # import refuses a file with a record no measurement makes, naming the file, the line, the field,
+  # what it takes and what it has (they were imported, won the report and were exported; "abc" as
+  # a number said "stod", \uZZZZ "stoi", a knob value "abc" "another hpipe version's results?").
+  set(base "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_block:64\"")
+  foreach (case "${base},${ok},\"time_ms\":-1}|field \"time_ms\": expected a finite number >= 0, got '-1'"
+                "${base},${ok},\"time_ms\":nan}|field \"time_ms\": expected a finite number >= 0, got 'nan'"
+                "${base},\"status\":\"ok\",\"max_error\":1e300,\"time_ms\":1}|field \"max_error\": a verified record (status ok) is within the tolerance (at most 1), got 1e+300"
+                "${base},\"status\":\"fine\",\"time_ms\":1}|field \"status\": expected one of ok, wrong, failed, got \"fine\""
+                "${base},${ok},\"time_ms\":1,\"threads\":1e20}|field \"threads\": expected an integer from 0 to 1024, got '1e20'"
+                "${base},${ok},\"time_ms\":1,\"threads\":abc}|field \"threads\": expected an integer from 0 to 1024, got 'abc'"
+                "${base},${ok},\"time_ms\":1} trailing|unexpected text after the closing '}' at column"
+                "${base},${ok},\"time_ms\":1,\"error\":\"\\uZZZZ\"}|a \\u escape at column"
+                "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_block:64,rows_per_block:32\",${ok},\"time_ms\":1}|knob 'rows_per_block' is given twice"
+                "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_blocks:64\",${ok},\"time_ms\":1}|unknown knob 'rows_per_blocks'"
+                "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_block:abc\",${ok},\"time_ms\":1}|knob 'rows_per_block:abc' is not name:value with an integer value")
+    string(FIND "${case}" "|" bar REVERSE)
+    string(SUBSTRING "${case}" 0 ${bar} line)
+    math(EXPR bar "${bar} + 1")
+    string(SUBSTRING "${case}" ${bar} -1 message)
+    file(WRITE "${WORK}/bad.jsonl" "${base},${ok},\"time_ms\":1}\n${line}\n")
+    run(2 "${TUNE}" import "${WORK}/bad.jsonl" --db "${WORK}/imported.jsonl")
+    expect_in("${err}" "${WORK}/bad.jsonl:2: ")
+    expect_in("${err}" "${message}")
+    if (EXISTS "${WORK}/imported.jsonl")
+      message(FATAL_ERROR "a refused import wrote ${WORK}/imported.jsonl")
+    endif ()
+  endforeach ()
 elseif (STEP STREQUAL "tune")
   # A subset of the ops (--ops) keeps the test well under a minute on 2 cores: two CASSI ops (the
   # export and corruption checks below use them), the dot product, admm_tv_step for float
@@ -136,12 +289,18 @@ elseif (STEP STREQUAL "tune")
   # Within one op, no compile or measurement starts that would end past the deadline (when a
   # batch's compiles all ran once it started, --budget 6s took 7.9 s here on a 2-core Zen 3).
   string(TIMESTAMP t0 "%s")
+  # -j beyond the cores ran compiles that shared them, each longer than the estimate (-j 8 on 2 cores
+  # took 50 s of a 20 s budget): it is held to the cores.
   run(0 "${TUNE}" tune --db "${WORK}/budget_op.jsonl" --ops cassi_forward --budget 8s --size small --min-time 0.005
-      --no-autoschedulers --no-progress)
+      --no-autoschedulers --no-progress -j 1024)
   string(TIMESTAMP t1 "%s")
   math(EXPR took "${t1} - ${t0}")
   if (took GREATER 10)
-    message(FATAL_ERROR "tune --ops cassi_forward --budget 8s took ${took} s")
+    message(FATAL_ERROR "tune --ops cassi_forward --budget 8s -j 1024 took ${took} s")
+  endif ()
+  cmake_host_system_information(RESULT cores QUERY NUMBER_OF_LOGICAL_CORES)
+  if (cores LESS 1024)
+    expect_in("${err}" "hpipe-tune: -j 1024 is more than the ")
   endif ()
 
   # Resume: nothing is measured again.
@@ -152,6 +311,30 @@ elseif (STEP STREQUAL "tune")
     message(FATAL_ERROR "--resume measured again: ${before} search records before, ${after} after")
   endif ()
   expect_in("${err}" "resumed")
+
+  # --resume where the default's latest record is not verified and 5 knob variants are: the
+  # re-measurement swapped the default in from past the end of the list (a segfault). A record with
+  # knobs this build cannot read is skipped, named by file and line (it stopped the tune, unnamed).
+  set(resume_db "${WORK}/resume.jsonl")
+  set(resume_options --db "${resume_db}" --ops batched_dot,batched_dot --size small --max-variants 6
+                     --strategy exhaustive --no-autoschedulers --min-time 0.005 --no-progress)
+  run(0 "${TUNE}" tune ${resume_options})
+  string(REGEX MATCHALL "hpipe-tune: batched_dot \\(" tuned "${err}")  # an op named twice was tuned twice
+  list(LENGTH tuned tuned)
+  if (NOT tuned EQUAL 1)
+    message(FATAL_ERROR "--ops batched_dot,batched_dot tuned batched_dot ${tuned} times:\n${err}")
+  endif ()
+  file(STRINGS "${resume_db}" defaults REGEX "\"is_default\":true")
+  list(GET defaults 0 default)
+  string(REPLACE "\"status\":\"ok\"" "\"status\":\"wrong\"" wrong "${default}")
+  string(REGEX REPLACE "\"knobs\":\"[^\"]*\"" "\"knobs\":\"chunks_per_task:8x\"" unreadable "${default}")
+  file(APPEND "${resume_db}" "${wrong}\n")
+  run(0 "${TUNE}" tune --resume ${resume_options})
+  file(APPEND "${resume_db}" "${unreadable}\n")
+  file(STRINGS "${resume_db}" lines)
+  list(LENGTH lines unreadable_line)
+  run(0 "${TUNE}" tune --resume ${resume_options})
+  expect_in("${err}" "resume.jsonl:${unreadable_line}: skipped, knobs 'chunks_per_task:8x' of batched_dot on cpu are not this build's: knob 'chunks_per_task:8x' is not name:value with an integer value")
 
   # A deliberately wrong variant is discarded by verification and never exported.
   run(0 "${TUNE}" tune --db "${db}" --ops cassi_adjoint --inject-wrong --size small --max-variants 1
@@ -252,11 +435,27 @@ elseif (STEP STREQUAL "bundle")
     endif ()
   endif ()
 
+  # An --out that is a file, or in a folder that does not exist, is refused before any compile (each
+  # variant failed, in Halide's words).
+  file(WRITE "${WORK}/afile" "")
+  run(2 "${TUNE}" bundle --out "${WORK}/afile" --ops cassi_forward --max-variants 1 --size small)
+  expect_in("${err}" "hpipe-tune: --out ${WORK}/afile: expected a directory (made if missing, in an existing one), got a file")
+  run(2 "${TUNE}" bundle --out "${WORK}/no/such" --ops cassi_forward --max-variants 1 --size small)
+  expect_in("${err}" "hpipe-tune: --out ${WORK}/no/such: expected a directory (made if missing, in an existing one), cannot make it")
+
   # The same driver on CPU variants runs here: verification discards the corrupted variant of every
   # op, every other variant is verified and timed, and the records import. gap_tv_step: a pipeline
   # with two outputs and float scalars.
   run(0 "${TUNE}" bundle --out "${WORK}/cpu" --ops cassi_forward,gap_tv_step --max-variants 2 --size small
       --inject-wrong --target host-user_context)
+  # The driver's --min-time is a number > 0 (atof took "abc" as 0), and an --out it cannot write
+  # is an error before any measurement (it aborted after all of them).
+  foreach (bad abc -5 0 1e999 2x)
+    run(2 "${WORK}/cpu/hpipe-tune-bundle" --out "${WORK}/unused.jsonl" --min-time ${bad})
+    expect_in("${err}" "hpipe-tune-bundle: --min-time: expected a number of seconds > 0, got '${bad}'")
+  endforeach ()
+  run(2 "${WORK}/cpu/hpipe-tune-bundle" --out "${WORK}/no/such/results.jsonl" --min-time 0.005)
+  expect_in("${err}" "hpipe-tune-bundle: --out ${WORK}/no/such/results.jsonl: cannot append to it: No such file or directory; nothing was measured")
   run(0 "${WORK}/cpu/hpipe-tune-bundle" --out "${WORK}/cpu.jsonl" --min-time 0.005)
   run(0 "${TUNE}" import "${WORK}/cpu.jsonl" --db "${db}")
   count_lines("${db}" "\"scheduler\":\"test-corrupt\";\"status\":\"wrong\";\"phase\":\"search\"" wrong)

@@ -1,11 +1,10 @@
 #include "tools/tune/bundle.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -121,7 +120,13 @@ int make_bundle(const BundleOptions &o) {
   const Halide::Target target(o.target.empty() ? HPIPE_CUDA_TARGET_DEFAULT : o.target);
   const bool cuda = target.has_feature(Halide::Target::CUDA);
   const Halide::Target variant_target = target.with_feature(Halide::Target::NoRuntime);
-  mkdir(o.dir.c_str(), 0755);
+  // Checked before any compile: each variant failed on its own, in Halide's words.
+  std::error_code ec;
+  if (!std::filesystem::create_directory(o.dir, ec) && !std::filesystem::is_directory(o.dir)) {
+    const bool is_file = std::filesystem::exists(o.dir);
+    throw std::invalid_argument("--out " + o.dir + ": expected a directory (made if missing, in an existing one), " +
+                                (is_file ? std::string("got a file") : "cannot make it: " + ec.message()));
+  }
 
   std::vector<std::vector<Case>> cases;
   std::vector<BundleVariantSpec> variants;
@@ -172,7 +177,12 @@ int make_bundle(const BundleOptions &o) {
   if (built.empty()) return std::cerr << "hpipe-tune bundle: no variant compiled\n", 1;
 
   Halide::compile_standalone_runtime(o.dir + "/runtime.o", target);
-  std::ofstream(o.dir + "/bundle_table.cpp") << table_source(ops, cases, built, target.to_string());
+  {
+    std::ofstream table(o.dir + "/bundle_table.cpp");
+    table << table_source(ops, cases, built, target.to_string());
+    table.close();
+    if (!table) throw std::runtime_error("--out " + o.dir + ": cannot write bundle_table.cpp there");
+  }
 
   // The driver (bundle_main.cpp, records.cpp) is prebuilt by CMake: hpipe_tune_bundle_driver.
   std::string command = quote_arg(HPIPE_CXX_COMPILER) + " -std=c++17 -O1 -static-libstdc++ -static-libgcc";
@@ -213,10 +223,16 @@ int import_results(const std::string &results, const std::string &db) {
     if (op == registry().end()) throw std::invalid_argument(where + "op '" + r.op + "' is not one of this build's");
     if (r.backend != "cpu" && r.backend != "cuda")
       throw std::invalid_argument(where + "backend '" + r.backend + "', expected cpu or cuda");
-    if (r.scheduler == "knobs" && !(r.backend == "cpu" ? op->cpu : op->cuda).valid(r.knobs))
-      throw std::invalid_argument(where + "knobs '" + r.knobs + "' of " + r.op + " on " + r.backend +
-                                  " are not this build's (unknown knobs or an illegal combination: another hpipe "
-                                  "version's results?)");
+    const bool has_knobs = r.scheduler == "knobs" || r.scheduler == "test-corrupt";
+    if (has_knobs) {
+      const std::string why = (r.backend == "cpu" ? op->cpu : op->cuda).problem(r.knobs);
+      if (!why.empty())
+        throw std::invalid_argument(where + "knobs '" + r.knobs + "' of " + r.op + " on " + r.backend +
+                                    " are not this build's: " + why);
+    } else if (!r.knobs.empty()) {
+      throw std::invalid_argument(where + "field \"knobs\": expected \"\" for the autoscheduler " + r.scheduler +
+                                  ", got " + json_quote(r.knobs));
+    }
     records.push_back(r);
   }
   int added = 0, skipped = 0;

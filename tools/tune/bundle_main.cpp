@@ -6,8 +6,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -202,9 +205,19 @@ void measure(const BundleVariant &v, const BundleOp &op, double min_time, Record
   }
 }
 
-}  // namespace
+// --min-time: a finite number of seconds > 0, the whole argument (atof took "abc" as 0 and -5).
+bool parse_min_time(const char *text, double &seconds) {
+  char *end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !std::isfinite(v) || !(v > 0) ||
+      std::isspace(static_cast<unsigned char>(*text)))
+    return false;
+  seconds = v;
+  return true;
+}
 
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
   std::string out = "results.jsonl";
   double min_time = 0.1;
   for (int i = 1; i < argc; i++) {
@@ -212,11 +225,14 @@ int main(int argc, char **argv) {
     if (a == "--out" && i + 1 < argc) {
       out = argv[++i];
     } else if (a == "--min-time" && i + 1 < argc) {
-      min_time = std::atof(argv[++i]);
+      if (!parse_min_time(argv[++i], min_time)) {
+        std::cerr << "hpipe-tune-bundle: --min-time: expected a number of seconds > 0, got '" << argv[i] << "'\n";
+        return 2;
+      }
     } else {
       std::cerr << "usage: " << argv[0] << " [--out results.jsonl] [--min-time seconds]\n"
                 << "Verifies and times " << kVariantCount << (std::strstr(kTarget, "cuda") ? " CUDA" : " CPU")
-                << " variants (" << kTarget << ").\n";
+                << " variants (" << kTarget << "), appending their records to --out.\n";
       return a == "--help" ? 0 : 2;
     }
   }
@@ -226,6 +242,15 @@ int main(int argc, char **argv) {
     std::cerr << "hpipe-tune-bundle: no usable GPU: " << why << ". Run this bundle on a host with an NVIDIA GPU "
               << "and its driver; nothing was measured.\n";
     return 3;
+  }
+  // Before any measurement: an --out that cannot be written stopped the run after all of them.
+  {
+    std::ofstream probe(out, std::ios::app | std::ios::binary);
+    if (!probe) {
+      std::cerr << "hpipe-tune-bundle: --out " << out << ": cannot append to it: " << std::strerror(errno)
+                << "; nothing was measured.\n";
+      return 2;
+    }
   }
   halide_set_error_handler(collect_error);
   std::cerr << "hpipe-tune-bundle: " << gpu << ", " << kVariantCount << " variants -> " << out << "\n";
@@ -262,4 +287,15 @@ int main(int argc, char **argv) {
   }
   std::cerr << "hpipe-tune-bundle: wrote " << out << "; import it with `hpipe-tune import " << out << "`\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception &e) {  // a record that cannot be appended (a full disk), the records so far kept
+    std::cerr << "hpipe-tune-bundle: error: " << e.what() << "\n";
+    return 1;
+  }
 }

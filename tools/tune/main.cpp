@@ -1,10 +1,15 @@
 // hpipe-tune: tunes the knobs of hpipe's schedules for this machine (CPU, in-process) or for a GPU
 // host (CUDA, through a measurement bundle), and exports the winners for the AOT build.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -53,13 +58,21 @@ options:
   --gpu NAME           export: the GPU whose CUDA records to use (default: the latest one)
 )";
 
-std::vector<std::string> split(const std::string &s) {
+// --ops: op names joined by commas, each once (a repeat would be tuned twice); an empty list or
+// name is an error (it selected every op).
+std::vector<std::string> op_list(const std::string &text) {
   std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string item;
-  while (std::getline(in, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    const std::string name = text.substr(from, comma - from);
+    if (name.empty())
+      throw std::invalid_argument("--ops: expected op names joined by commas (see hpipe-tune list), got '" + text +
+                                  "'");
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    if (comma == text.size()) return out;
+    from = comma + 1;
+  }
 }
 
 // A finite number > 0 at the start of `text`, and the rest; nullopt when there is none.
@@ -72,12 +85,18 @@ std::optional<std::pair<double, std::string>> positive_number(const std::string 
   return std::make_pair(v, std::string(end));
 }
 
-// --budget: seconds, minutes or hours (90s, 10m, 1.5h; a bare number is seconds), more than 0.
+// --budget: seconds, minutes or hours (90s, 10m, 1.5h; a bare number is seconds), more than 0 and
+// at most a year (deadlines are clock times in int64 nanoseconds, which 1e7h overflowed: nothing
+// was tuned).
 double duration(const std::string &option, const std::string &text) {
+  constexpr double kMostSeconds = 365 * 24 * 3600.0;
   const auto n = positive_number(text);
   const std::string unit = n ? n->second : "";
-  if (n && (unit.empty() || unit == "s" || unit == "m" || unit == "h"))
-    return n->first * (unit == "m" ? 60 : unit == "h" ? 3600 : 1);
+  if (n && (unit.empty() || unit == "s" || unit == "m" || unit == "h")) {
+    const double seconds = n->first * (unit == "m" ? 60 : unit == "h" ? 3600 : 1);
+    if (seconds <= kMostSeconds) return seconds;
+    throw std::invalid_argument(option + ": expected a duration of at most a year (8760h), got '" + text + "'");
+  }
   throw std::invalid_argument(option + ": expected a duration > 0 such as 90s, 10m or 1h, got '" + text + "'");
 }
 
@@ -101,30 +120,85 @@ int count(const std::string &option, const std::string &text, int most) {
 }
 
 // Writes `text` to `path` (--out), checked: a folder that does not exist or a full disk is an
-// error, not "wrote".
+// error, not "wrote". The text goes to a temporary file beside it, renamed over `path` once
+// complete, so that a failed write leaves the previous file whole and no partial one. A path that
+// is not a regular file (/dev/stdout, a pipe) is written in place; a symbolic link's target is
+// replaced, not the link.
 void write_file(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::binary);
-  if (out) out << text;
-  if (out) out.close();
-  if (!out) throw std::runtime_error("--out " + path + ": cannot write: " + std::strerror(errno));
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  const auto fail = [&](int error) {
+    throw std::runtime_error("--out " + path + ": cannot write: " + std::strerror(error));
+  };
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    if (fs::is_directory(status)) fail(EISDIR);
+    std::ofstream out(path, std::ios::binary);
+    if (out) out << text;
+    if (out) out.close();
+    if (!out) fail(errno);
+    return;
+  }
+  const std::string target = fs::is_symlink(fs::symlink_status(path, ec)) ? fs::canonical(path).string() : path;
+  std::string temporary = target + ".XXXXXX";
+  const int fd = mkstemp(temporary.data());
+  if (fd < 0) fail(errno);
+  // mkstemp's file is private (0600): give it the mode the file had, or a new file's.
+  const mode_t mask = umask(0);
+  umask(mask);
+  struct stat old {};
+  fchmod(fd, stat(target.c_str(), &old) == 0 ? old.st_mode & 07777 : 0666 & ~mask);
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    written += static_cast<std::size_t>(n);
+  }
+  const int write_error = written == text.size() ? 0 : errno ? errno : EIO;
+  const bool closed = ::close(fd) == 0;
+  const int error = write_error                                      ? write_error
+                    : !closed                                        ? errno
+                    : std::rename(temporary.c_str(), target.c_str()) ? errno
+                                                                     : 0;
+  if (error) {
+    std::remove(temporary.c_str());
+    fail(error);
+  }
 }
 
 // The best verified knobs per op of one context, from the latest record of each variant, at the
-// shape most recently measured for that op.
+// shape most recently measured for that op (records are appended: the file's last is the latest).
 std::map<std::string, std::string> best_knobs(const std::vector<Record> &records, const Record &where) {
-  const auto latest = latest_of_context(records, where);
   std::map<std::string, std::string> shape, knobs;
   std::map<std::string, double> time;
-  for (const Record &r : latest) shape[r.op] = r.shape;
-  for (const Record &r : latest) {
+  for (const Record &r : records)
+    if (r.same_context(where)) shape[r.op] = r.shape;
+  for (const Record &r : latest_of_context(records, where)) {
     if (r.scheduler != "knobs" || !r.verified() || r.shape != shape[r.op]) continue;
     if (!time.count(r.op) || r.time_ms < time[r.op]) time[r.op] = r.time_ms, knobs[r.op] = r.knobs;
   }
   return knobs;
 }
 
-int export_knobs(const std::vector<Record> &records, const std::string &out_path, const std::string &target,
+// --out must not be one of the command's inputs (`export --out X --db X` replaced the database with
+// the knobs file): the same file, through any path, when both exist; else the same path.
+void check_not_an_input(const std::string &out, const std::string &input_option, const std::string &input) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool same = fs::exists(out, ec) && fs::exists(input, ec)
+                        ? fs::equivalent(out, input, ec)
+                        : fs::weakly_canonical(out, ec) == fs::weakly_canonical(input, ec);
+  if (same)
+    throw std::invalid_argument("--out " + out + ": expected a file other than the input " + input_option + " " +
+                                input + ", which it would overwrite");
+}
+
+int export_knobs(const std::string &db, const std::string &out_path, const std::string &target,
                  const std::string &gpu) {
+  check_not_an_input(out_path, "--db", db);
+  // Knobs this build cannot read (another version's) would fail the build that reads the file.
+  const std::vector<Record> records = usable_records(load_records(db), db);
   const Context host = host_context(target);
   Record cpu;
   cpu.backend = "cpu", cpu.machine = host.machine, cpu.target = host.target, cpu.threads = host.threads;
@@ -163,6 +237,8 @@ int export_knobs(const std::vector<Record> &records, const std::string &out_path
 
 int defaults(const std::string &out_path, const std::string &check_path) {
   const std::string text = defaults_json();
+  if (!check_path.empty() && !out_path.empty())
+    throw std::invalid_argument("defaults takes --out FILE (write) or --check FILE (compare), not both");
   if (!check_path.empty()) {
     std::ifstream in(check_path);
     if (!in) throw std::invalid_argument("--check " + check_path + ": cannot read it");
@@ -208,9 +284,14 @@ int run(int argc, char **argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string command = argv[1];
+  const std::set<std::string> commands = {"tune", "bundle", "import", "report", "export", "defaults", "list"};
+  if (!commands.count(command))
+    throw std::invalid_argument("unknown command '" + command + "' (see hpipe-tune --help)");
   TuneOptions o;
   BundleOptions b;
-  std::string out, check, gpu, input;
+  std::string out, check, gpu;
+  std::vector<std::string> words;  // arguments that are not options: import's results file
+  bool budget_given = false, min_time_given = false;
   for (int i = 2; i < argc; i++) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -220,9 +301,9 @@ int run(int argc, char **argv) {
     if (a == "--db")
       o.db = value();
     else if (a == "--ops")
-      o.ops = b.ops = split(value());
+      o.ops = b.ops = op_list(value());
     else if (a == "--budget")
-      o.budget_s = duration(a, value());
+      o.budget_s = duration(a, value()), budget_given = true;
     else if (a == "--max-variants")
       o.max_variants = b.max_variants = count(a, value(), 1 << 20);
     else if (a == "--strategy")
@@ -240,7 +321,7 @@ int run(int argc, char **argv) {
     } else if (a == "--target")
       o.target = b.target = value();
     else if (a == "--min-time")
-      o.min_time = positive_seconds(a, value());
+      o.min_time = positive_seconds(a, value()), min_time_given = true;
     else if (a == "--no-autoschedulers")
       o.autoschedulers = false;
     else if (a == "--inject-wrong")
@@ -253,13 +334,22 @@ int run(int argc, char **argv) {
       check = value();
     else if (a == "--gpu")
       gpu = value();
-    else if (a[0] != '-' && input.empty())
-      input = a;
+    else if (a.empty() || a[0] != '-')
+      words.push_back(a);
     else
       throw std::invalid_argument("unknown option '" + a + "' (see hpipe-tune --help)");
   }
   if (o.strategy != "auto" && o.strategy != "exhaustive" && o.strategy != "random" && o.strategy != "greedy")
     throw std::invalid_argument("--strategy is auto, exhaustive, random or greedy, got '" + o.strategy + "'");
+
+  // import takes its results file; a word any other command was given was a mistake, ignored
+  // (`export mine.json` wrote tuned_knobs.json, `report other.jsonl` read the default database).
+  const std::size_t words_taken = command == "import" ? 1 : 0;
+  if (words.size() > words_taken)
+    throw std::invalid_argument(command + ": unexpected argument '" + words[words_taken] + "'" +
+                                (command == "export" || command == "defaults" ? " (the output is --out FILE)" : "") +
+                                (command == "report" ? " (the database is --db FILE)" : "") +
+                                " (see hpipe-tune --help)");
 
   if (command == "tune") return tune(o);
   if (command == "report") {
@@ -267,18 +357,21 @@ int run(int argc, char **argv) {
       throw std::invalid_argument("--db " + o.db + ": cannot read it (run `hpipe-tune tune` first)");
     return print_report(load_records(o.db), std::cout), 0;
   }
-  if (command == "export")
-    return export_knobs(load_records(o.db), out.empty() ? "tuned_knobs.json" : out, o.target, gpu);
+  if (command == "export") return export_knobs(o.db, out.empty() ? "tuned_knobs.json" : out, o.target, gpu);
   if (command == "defaults") return defaults(out, check);
   if (command == "list") return list(), 0;
   if (command == "bundle") {
+    // The bundle measures elsewhere, later: these would be silently ignored here.
+    if (min_time_given)
+      throw std::invalid_argument("bundle: --min-time is the bundle's own option (./hpipe-tune-bundle --min-time S)");
+    if (budget_given) throw std::invalid_argument("bundle: --budget applies to tune; a bundle measures every variant");
     if (out.empty()) throw std::invalid_argument("bundle needs --out DIR");
     b.dir = out;
     return make_bundle(b);
   }
   if (command == "import") {
-    if (input.empty()) throw std::invalid_argument("import needs the results file");
-    return import_results(input, o.db);
+    if (words.empty()) throw std::invalid_argument("import needs the results file");
+    return import_results(words[0], o.db);
   }
   throw std::invalid_argument("unknown command '" + command + "' (see hpipe-tune --help)");
 }

@@ -29,6 +29,7 @@ struct Record {
   double compile_s = 0;
   std::string phase = "search";  // search, or confirm (winners re-measured at the end)
   std::string when;              // UTC, ISO 8601
+  int line = 0;                  // where load_records() read it (from 1; 0: not read from a file), for messages
 
   bool verified() const { return status == "ok"; }
   // Identifies the variant and where it was measured (everything but the results).
@@ -37,10 +38,18 @@ struct Record {
 };
 
 std::string to_json(const Record &r);
-// Parses one line; false (and `error`) when it is not a record.
+// Parses one line; false (and `error`, naming the field, what it takes and what it has) when it is
+// not a record: not one flat JSON object, a field of the wrong type or out of range, a required
+// field missing, or values no measurement has (an unknown status, a verified record slower than 0
+// or outside the tolerance). Unknown fields are ignored. Knobs are checked against this build's
+// knob spaces by the tuner (KnobSpace::problem), not here: the bundle's driver has no registry.
 bool from_json(const std::string &line, Record &r, std::string &error);
 
-std::vector<Record> load_records(const std::string &path);  // missing file: none
+// The records of a database, each with its line; a line that is not a record is skipped with a
+// warning naming the file and line. A missing file has none.
+std::vector<Record> load_records(const std::string &path);
+// Appends one line; a last line cut short (a killed run) is ended first, so that the record
+// starts on a line of its own.
 void append_record(const std::string &path, const Record &r);
 
 std::string utc_now();

@@ -5,6 +5,8 @@
 // the kernel (HPIPE_KNOBS_<op>_<backend>).
 #pragma once
 
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -58,7 +60,36 @@ struct KnobSpace {
   std::vector<sched::Candidates> candidates;
   std::string defaults;                            // "a:1,b:2", the C++ defaults
   std::function<bool(const std::string &)> valid;  // parses and checks a "a:1,b:2" text
+  // Why a knob text (of a record, read from a file) is not one of this space's, "" when it is:
+  // not name:value (or name=value) items joined by single commas, a knob given twice, an unknown
+  // knob, a value that is not an integer, or an illegal combination (valid()).
+  std::function<std::string(const std::string &)> problem;
 };
+
+// The syntax the tuner writes, which sched::split_knobs reads more leniently (blanks, empty
+// items, repeats): "" when `text` keeps to it, else why not.
+inline std::string knob_syntax_problem(const std::string &text) {
+  if (text.empty()) return "";  // every knob at its default
+  std::vector<std::string> names;
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = std::min(text.find(',', from), text.size());
+    const std::string item = text.substr(from, comma - from);
+    const std::size_t eq = item.find_first_of(":=");
+    const auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    const auto is_digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+    const std::string name = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const std::string digits = value.substr(!value.empty() && value[0] == '-');
+    if (item.empty()) return "an empty knob (two commas, or one at an end) in '" + text + "'";
+    if (eq == std::string::npos || name.empty() || !std::all_of(name.begin(), name.end(), is_name) || digits.empty() ||
+        !std::all_of(digits.begin(), digits.end(), is_digit))
+      return "knob '" + item + "' is not name:value with an integer value";
+    if (std::find(names.begin(), names.end(), name) != names.end()) return "knob '" + name + "' is given twice";
+    names.push_back(name);
+    if (comma == text.size()) return "";
+    from = comma + 1;
+  }
+}
 
 // The knobs of `Knobs` as the schedule of `Op` reads them, from the op's defaults
 // (sched::OpKnobDefaults): a knob it never reads (sched::UnusedKnobs) has its default as its only
@@ -74,14 +105,16 @@ KnobSpace knob_space() {
     space.candidates.push_back(used ? candidates : sched::Candidates{value});
   });
   space.defaults = sched::format_knobs(knobs);
-  space.valid = [](const std::string &text) {
+  space.problem = [](const std::string &text) -> std::string {
+    if (std::string syntax = knob_syntax_problem(text); !syntax.empty()) return syntax;
     try {
       sched::parse_knobs<Knobs>(text);
-      return true;
-    } catch (const std::invalid_argument &) {
-      return false;
+      return "";
+    } catch (const std::invalid_argument &e) {
+      return e.what();
     }
   };
+  space.valid = [problem = space.problem](const std::string &text) { return problem(text).empty(); };
   return space;
 }
 

@@ -2,6 +2,7 @@
 // reference on random data, timed one at a time with Halide's adaptive benchmark rule.
 #include "tools/tune/tuner.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <thread>
 
 #include "halide_benchmark.h"
+#include "runtime/include/hpipe/device.h"  // kMostThreads
 #include "runtime/src/thread_pool.h"
 
 namespace hpipe::tune {
@@ -68,8 +70,24 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
+// The library's thread count, read as the runtime reads it, so that a variant is timed on the
+// threads the library will use and records are kept apart by that count. The rule lives in
+// runtime/src/device.cpp, default_threads() (not exported from the library): HL_NUM_THREADS when
+// atoi() makes it > 0, capped at kMostThreads; otherwise (unset, 0, negative, not a number) the
+// number of cores.
 int halide_threads() {
-  if (const char *n = std::getenv("HL_NUM_THREADS")) return std::max(1, std::atoi(n));
+  if (const char *env = std::getenv("HL_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return std::min(n, kMostThreads);
+  }
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores ? static_cast<int>(cores) : 1;
+}
+
+// The cores this process may run on (its affinity mask, which containers and taskset narrow).
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
@@ -427,8 +445,11 @@ class CpuTuner {
     for (const auto &[key, r] : known_)
       if (r.verified() && r.scheduler == "knobs") best.push_back(r);
     std::sort(best.begin(), best.end(), [](auto &a, auto &b) { return a.time_ms < b.time_ms; });
+    // The default takes the last place, unless it is among the fastest already, or has no verified
+    // latest record (then there is none to re-measure).
     const auto def = std::find_if(best.begin(), best.end(), [](const Record &r) { return r.is_default; });
-    if (def - best.begin() >= 3) std::iter_swap(best.begin() + 3, def);
+    const auto last = std::ptrdiff_t(kConfirmed) - 1;
+    if (def != best.end() && def - best.begin() > last) std::iter_swap(best.begin() + last, def);
     best.resize(std::min<std::size_t>(best.size(), kConfirmed));
     for (const Record &old : best) {
       if (Clock::now() >= deadline_) {
@@ -533,6 +554,47 @@ Context host_context(const std::string &target) {
   return c;
 }
 
+void check_jit_target(const std::string &text) {
+  if (text.empty()) return;
+  if (!Halide::Target::validate_target_string(text))
+    throw std::invalid_argument("--target: expected a Halide target such as host or host-avx2, got '" + text + "'");
+  const Halide::Target host = Halide::get_host_target(), target(text);
+  if (target.arch != host.arch || target.bits != host.bits || target.os != host.os)
+    throw std::invalid_argument("--target: tune runs the variants here (JIT), so it takes this host's " +
+                                Halide::Target(host.os, host.arch, host.bits).to_string() +
+                                " (with any of its CPU features), got '" + text +
+                                "'; tune on that machine, or measure a bundle there (hpipe-tune bundle --target)");
+  if (target.get_required_device_api() != Halide::DeviceAPI::None || target.has_feature(Halide::Target::HVX))
+    throw std::invalid_argument("--target: tune measures CPU schedules, got the device target '" + text +
+                                "'; GPU schedules are measured by a bundle (hpipe-tune bundle --target)");
+  // An instruction set the processor lacks would stop the process on its first instruction.
+  using F = Halide::Target::Feature;
+  for (F feature : {F::SSE41, F::AVX, F::AVX2, F::FMA, F::FMA4, F::F16C, F::AVX512, F::AVX512_KNL, F::AVX512_Skylake,
+                    F::AVX512_Cannonlake, F::AVX512_SapphireRapids, F::VSX, F::POWER_ARCH_2_07, F::ARMv7s, F::ARMv81a,
+                    F::ARMDotProd, F::ARMFp16, F::SVE, F::SVE2})
+    if (target.has_feature(feature) && !host.has_feature(feature))
+      throw std::invalid_argument("--target: '" + text + "' uses " + Halide::Target::feature_to_name(feature) +
+                                  " instructions, which this processor (" + host.to_string() + ") lacks");
+}
+
+std::vector<Record> usable_records(const std::vector<Record> &records, const std::string &db) {
+  std::vector<Record> out;
+  for (const Record &r : records) {
+    const auto op =
+        std::find_if(registry().begin(), registry().end(), [&](const TunableOp &o) { return o.name == r.op; });
+    if (op != registry().end() && (r.scheduler == "knobs" || r.scheduler == "test-corrupt")) {
+      const std::string why = (r.backend == "cpu" ? op->cpu : op->cuda).problem(r.knobs);
+      if (!why.empty()) {
+        std::cerr << "hpipe-tune: " << db << ":" << r.line << ": skipped, knobs '" << r.knobs << "' of " << r.op
+                  << " on " << r.backend << " are not this build's: " << why << "\n";
+        continue;
+      }
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
 std::vector<Record> latest_of_context(const std::vector<Record> &records, const Record &where) {
   std::map<std::string, std::size_t> latest;
   std::vector<std::string> order;
@@ -547,8 +609,17 @@ std::vector<Record> latest_of_context(const std::vector<Record> &records, const 
   return out;
 }
 
-int tune(const TuneOptions &o) {
-  const auto ops = select_ops(o.ops);
+int tune(const TuneOptions &options) {
+  check_jit_target(options.target);
+  const auto ops = select_ops(options.ops);
+  TuneOptions o = options;
+  // Compiles beyond the cores share them: each takes longer than the estimate out_of_time() makes
+  // from those before, and the budget was overrun (-j 8 on 2 cores: 50 s of a 20 s budget).
+  if (const int cores = usable_cores(); o.jobs > cores) {
+    std::cerr << "hpipe-tune: -j " << o.jobs << " is more than the " << cores << " cores: compiling " << cores
+              << " variants at a time, so that --budget holds\n";
+    o.jobs = cores;
+  }
   const Context ctx = host_context(o.target);
   std::cerr << "hpipe-tune: " << ctx.machine << ", target " << ctx.target << ", " << ctx.threads
             << " threads; database " << o.db << (o.resume ? " (resume)" : "") << "\n";
@@ -572,7 +643,8 @@ int tune(const TuneOptions &o) {
     }
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(left / double(ops.size() - i)));
-    auto db = load_records(o.db);
+    // --resume reads what this context measured; records this build cannot read are skipped, named.
+    auto db = o.resume ? usable_records(load_records(o.db), o.db) : std::vector<Record>{};
     CpuTuner(*ops[i], o, ctx).run(deadline, db);
   }
   if (!skipped.empty()) std::cerr << "hpipe-tune: --budget spent; not tuned: " << skipped << "\n";

@@ -33,6 +33,15 @@ struct Context {
   int threads = 0;
 };
 Context host_context(const std::string &target);
+// tune's --target ("" is the host's): the variants run in this process, so a target of another
+// architecture, bit width or OS, a GPU target or an instruction set this processor lacks is an
+// error (std::invalid_argument), before anything is compiled.
+void check_jit_target(const std::string &target);
+
+// `records` (of database `db`) less those whose knobs this build cannot read (another version's,
+// or edited by hand), each named with its file and line on stderr: --resume and export would
+// fail on them.
+std::vector<Record> usable_records(const std::vector<Record> &records, const std::string &db);
 
 const TunableOp &find_op(const std::string &name);  // throws std::invalid_argument
 std::vector<const TunableOp *> select_ops(const std::vector<std::string> &names);
