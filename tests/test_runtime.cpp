@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -190,6 +191,22 @@ TEST(Threads, AFailedTaskEndsTheCallWithItsStatus) {
   set_num_threads(before);
 }
 
+// Waits for a forked child at most `limit`; a child still running then is killed. Its exit
+// status, or nullopt when it had to be killed.
+std::optional<int> exit_status_within(pid_t child, std::chrono::milliseconds limit) {
+  int status = -1;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (waitpid(child, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(child, SIGKILL);
+      waitpid(child, &status, 0);
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 // A child forked after the pool's workers started has none of them: its kernels still run, on
 // workers of its own.
 TEST(Threads, AForkedChildRunsKernels) {
@@ -205,18 +222,9 @@ TEST(Threads, AForkedChildRunsKernels) {
     for (int i = 0; i < 3; i++) hpipe::erf(x.view(), y.view(), {Device::cpu});
     _exit(std::memcmp(y.data(), parent.data(), sizeof(double) * y.size()) == 0 ? 0 : 1);
   }
-  int status = -1;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (waitpid(child, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(child, SIGKILL);
-      waitpid(child, &status, 0);
-      FAIL() << "the forked child's kernels did not finish within 30 s";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child's results differ from the parent's";
+  const std::optional<int> status = exit_status_within(child, std::chrono::seconds(30));
+  ASSERT_TRUE(status) << "the forked child's kernels did not finish within 30 s";
+  EXPECT_EQ(*status, 0) << "the child's results differ from the parent's";
   set_num_threads(before);
 }
 
@@ -243,17 +251,7 @@ TEST(Threads, AChildForkedDuringAllocationsAllocates) {
       halide_free(nullptr, block);
       _exit(block ? 0 : 1);
     }
-    int status = -1;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (waitpid(child, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(child, SIGKILL);
-        waitpid(child, &status, 0);
-        hung++;
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    hung += !exit_status_within(child, std::chrono::seconds(5));
   }
   stop.store(true);
   for (auto &t : allocating) t.join();

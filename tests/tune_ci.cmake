@@ -27,6 +27,15 @@ function(expect_in text what)
   endif ()
 endfunction()
 
+function(split_case case input expected)  # "INPUT|EXPECTED" (split at the last '|') -> input, expected
+  string(FIND "${case}" "|" bar REVERSE)
+  string(SUBSTRING "${case}" 0 ${bar} first)
+  math(EXPR bar "${bar} + 1")
+  string(SUBSTRING "${case}" ${bar} -1 second)
+  set(${input} "${first}" PARENT_SCOPE)
+  set(${expected} "${second}" PARENT_SCOPE)
+endfunction()
+
 function(count_lines file match result)  # lines of `file` containing every string in `match` (a list)
   file(STRINGS "${file}" lines)
   set(n 0)
@@ -117,10 +126,7 @@ if (STEP STREQUAL "defaults")
                 "{\"batched_dot\": {\"cpu\": 5}}|the cpu knobs of batched_dot must be a JSON object, got the JSON type number"
                 "{\"batched_dot\": \"x\"}|op 'batched_dot' must be a JSON object"
                 "{\"batched_dot\": {\"cpu\": {\"chunks_per_task\": 99999999999}}}|knob 'chunks_per_task' of batched_dot on cpu needs a 32-bit integer, got '99999999999'")
-    string(FIND "${case}" "|" bar REVERSE)
-    string(SUBSTRING "${case}" 0 ${bar} kernels)
-    math(EXPR bar "${bar} + 1")
-    string(SUBSTRING "${case}" ${bar} -1 message)
+    split_case("${case}" kernels message)
     file(WRITE "${WORK}/shape.json" "{\"format\": \"hpipe-knobs/1\", \"kernels\": ${kernels}}")
     run(1 "${CMAKE_COMMAND}" -D FILE=${WORK}/shape.json -D DEFAULTS=${SOURCE}/cmake/default_knobs.json
         -P "${SOURCE}/cmake/HpipeTuning.cmake")
@@ -239,10 +245,7 @@ if (STEP STREQUAL "defaults")
                 "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_block:64,rows_per_block:32\",${ok},\"time_ms\":1}|knob 'rows_per_block' is given twice"
                 "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_blocks:64\",${ok},\"time_ms\":1}|unknown knob 'rows_per_blocks'"
                 "${gpu},\"shape\":\"N=2\",\"knobs\":\"rows_per_block:abc\",${ok},\"time_ms\":1}|knob 'rows_per_block:abc' is not name:value with an integer value")
-    string(FIND "${case}" "|" bar REVERSE)
-    string(SUBSTRING "${case}" 0 ${bar} line)
-    math(EXPR bar "${bar} + 1")
-    string(SUBSTRING "${case}" ${bar} -1 message)
+    split_case("${case}" line message)
     file(WRITE "${WORK}/bad.jsonl" "${base},${ok},\"time_ms\":1}\n${line}\n")
     run(2 "${TUNE}" import "${WORK}/bad.jsonl" --db "${WORK}/imported.jsonl")
     expect_in("${err}" "${WORK}/bad.jsonl:2: ")
