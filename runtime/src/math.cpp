@@ -78,8 +78,8 @@ bool same_view(const View<const T, N> &x, const View<T, N> &y) {
 // over the one before (schedules/math_cpu.cpp), which would read elements already written. A
 // multiple of kInPlaceLanes elements is whole vectors of every CPU variant (at most 16 floats a
 // vector, times a vector_factor of 1, 2 or 4: MathElementwiseCpuKnobs); the rest of a row is
-// computed from a copy. CUDA kernels read each element in the thread that writes it: memory on the device runs as
-// one call.
+// computed from a copy. CUDA kernels read each element in the thread that writes it: views in
+// device memory run as one call.
 constexpr std::int64_t kInPlaceLanes = 64;
 
 template <class T, class K>
