@@ -677,11 +677,11 @@ TEST_F(Cli, ReconErrorsNameTheArgument) {
   fails(with({"--lambda", "1e308"}), 2, {"--lambda: expected a value > 0, at most", "(float32)"});
   fails(with({"--tv-weight", "1e-320"}), 2, {"--tv-weight: expected a value from"});
   // Values that parsed as something else: white space or '+' before an integer, hexadecimal
-  // reals, an empty value (taken as the default, or --preview '' as the root folder).
+  // reals (tab or new line before a real), an empty value (taken as the default, or --preview '' as the root folder).
   fails(with({"--iters", "\n2"}), 2, {"--iters", "an integer", "'\\n2'"});
   fails(with({"--tv-iters", " +1"}), 2, {"--tv-iters", "an integer"});
   fails(with({"--tv-weight", "0x10"}), 2, {"--tv-weight", "'0x10'"});
-  fails(with({"--tv-weight", " 0.1"}), 2, {"--tv-weight", "' 0.1'"});
+  fails(with({"--tv-weight", "\t0.1"}), 2, {"--tv-weight", "expected a number > 0"});
   fails(with({"--preview", ""}), 2, {"--preview: expected", "got ''"});
   fails(with({"--type="}), 2, {"--type: expected", "got ''"});
   fails({"recon", "admm-tv", "y.npy", "--mask", "m.npy", "--gamma", "-0.1", "-o", "x.npy"}, 2,

@@ -408,6 +408,13 @@ TEST_F(Cli, PreviewMontageAndWavelengths) {
   EXPECT_NE(r.out.find("\"wavelengths\": [450, 500, 550, 600, 650]"), std::string::npos) << r.out;
   ok({"preview", "cube.npy", "-o", "listed.png", "--wavelengths", "450,500,550,600,650"});
   EXPECT_EQ(slurp(dir / "listed.png"), slurp(dir / "p.png"));
+  ok({"preview", "cube.npy", "-o", "spaced.png", "--wavelengths", "450 : 650"});
+  EXPECT_EQ(slurp(dir / "spaced.png"), slurp(dir / "p.png"));
+  // No visible band: a colour picture would be black (micrometres drew one); a montage only labels
+  // its bands with them (near infrared).
+  fails({"preview", "cube.npy", "-o", "um.png", "--wavelengths", "0.45:0.65"}, 2,
+        {"--wavelengths 0.45:0.65: no band within the visible 380-780 nm"});
+  ok({"preview", "cube.npy", "-o", "nir.png", "--wavelengths", "900:1700", "--montage"});
   // --gain auto puts the 99th percentile at white: of 100 pixels, one bright one does not set it
   // (the rank above it was taken, the largest: the other 99 came out nearly black).
   std::vector<float> flat(100, 0.1f);

@@ -322,9 +322,8 @@ std::optional<std::vector<double>> number_list(const std::string &text) {
   std::vector<double> out;
   const char *p = text.c_str();
   while (true) {
-    // Decimal numbers only: strtod also takes hexadecimal ones, "inf" and leading white space
-    // (a space after a comma is kept).
-    if (!out.empty()) p += std::strspn(p, " ");
+    // Decimal numbers only (strtod also takes hexadecimal ones and "inf"), spaces around them.
+    p += std::strspn(p, " ");
     const std::size_t length = std::strspn(p, "0123456789+-.eE");
     if (length == 0 || (p[length] != '\0' && p[length] != ',' && p[length] != ' ')) return std::nullopt;
     char *end = nullptr;

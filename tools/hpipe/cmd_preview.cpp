@@ -26,8 +26,8 @@ int run_preview(Context &ctx) {
   if (s.size() < 2 || s.size() > 3)
     throw Failure(name + ": shape " + shape_string(s) + " is not a cube (C, H, W) or an image (H, W)");
   const std::int64_t bands = s.size() == 3 ? s[0] : 1, h = s[s.size() - 2], w = s.back();
-  const std::vector<double> nm = band_wavelengths(ctx.value("--wavelengths"), file_nm, bands, name);
   const bool montage = ctx.has("--montage");
+  const std::vector<double> nm = band_wavelengths(ctx.value("--wavelengths"), file_nm, bands, name, !montage);
   const Picture picture = ctx.timed("compute", [&] {
     return montage ? render_montage(cube.data.data(), bands, h, w, nm, gain)
                    : render_colour(cube.data.data(), bands, h, w, nm, gain);

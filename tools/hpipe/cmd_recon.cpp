@@ -80,7 +80,7 @@ int run(Context &ctx, ReconMethod method, const CassiArgs &r, const ReconParams 
   if (truth) picture_names.insert(picture_names.end(), {"truth.png", "pinv.png", "comparison.png"});
   std::vector<std::string> targets;
   if (preview_dir) {
-    nm = band_wavelengths(ctx.value("--wavelengths"), truth_nm, c, in_name);
+    nm = band_wavelengths(ctx.value("--wavelengths"), truth_nm, c, in_name, true);
     for (const std::string &name : picture_names) targets.push_back(*preview_dir + "/" + name);
     OutputSet::check(targets, ctx.input_files(), ctx.write.force);
   }

@@ -229,12 +229,14 @@ bool same_file(const std::string &a, const std::string &b) {
          fs::weakly_canonical(fs::absolute(b, ignored), ignored);
 }
 
-// A path as the file system resolves it (folders not yet made resolved by name): two spellings of
-// one output give one key.
+// An output's folder as the file system resolves it (folders not yet made resolved by name), and
+// its name: two spellings of one output give one key. The name itself is not resolved: rename()
+// replaces a symbolic link there, not the file it points to.
 std::string output_key(const std::string &path) {
   namespace fs = std::filesystem;
   std::error_code ignored;
-  return fs::weakly_canonical(fs::absolute(path, ignored), ignored).lexically_normal().string();
+  const fs::path p = fs::absolute(path, ignored).lexically_normal();
+  return (fs::weakly_canonical(p.parent_path(), ignored) / p.filename()).string();
 }
 
 bool exists(const std::string &path) {
@@ -336,14 +338,18 @@ void OutputSet::remove_leftovers(const std::string &target) {
   });
 }
 
-// All or none: a stop signal waits until every file is in place (one arriving between renames left
-// some outputs written and others not), and a failed rename takes back the ones before it.
+// A stop signal waits until every file is in place (one arriving between renames left some
+// outputs written and others not). A failed rename takes back the files before it that were new;
+// those that replaced a file (--force) stay, the old one being gone.
 void OutputSet::commit() {
   const StopSignalsHeld held;
+  std::vector<bool> replaces(targets_.size());
+  for (std::size_t i = 0; i < targets_.size(); i++) replaces[i] = exists(targets_[i]);
   for (std::size_t i = 0; i < targets_.size(); i++)
     if (std::rename(temps_[i].c_str(), targets_[i].c_str()) != 0) {
       const std::string why = system_error();
-      for (std::size_t j = 0; j < i; j++) std::remove(targets_[j].c_str());
+      for (std::size_t j = 0; j < i; j++)
+        if (!replaces[j]) std::remove(targets_[j].c_str());
       throw Failure(targets_[i] + ": cannot rename the finished file onto it: " + why);
     }
   committed_ = true;

@@ -162,11 +162,11 @@ std::vector<double> wavelengths_of(const std::optional<std::string> &option, con
 }  // namespace
 
 // Wavelengths of which none is visible (the colour matching functions' 380-780 nm) drew a black
-// picture: micrometres, or a typo.
+// colour picture: micrometres, or a typo. A montage only labels its bands with them.
 std::vector<double> band_wavelengths(const std::optional<std::string> &option, const std::vector<double> &from_file,
-                                     std::int64_t bands, const std::string &cube) {
+                                     std::int64_t bands, const std::string &cube, bool colour) {
   std::vector<double> nm = wavelengths_of(option, from_file, bands, cube);
-  if (std::none_of(nm.begin(), nm.end(), [](double w) { return w >= 380 && w <= 780; })) {
+  if (colour && std::none_of(nm.begin(), nm.end(), [](double w) { return w >= 380 && w <= 780; })) {
     char range[64];
     std::snprintf(range, sizeof range, "%g to %g", nm.front(), nm.back());
     throw UsageError((option ? "--wavelengths " + *option : cube + "'s wavelengths, " + range) +

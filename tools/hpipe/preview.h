@@ -18,9 +18,10 @@ const std::vector<double> &kaist_wavelengths();
 
 // The wavelengths of a cube's `bands`: from `option` ("450,460,..." or "START:STOP", evenly spaced
 // with both ends), else `from_file`, else the KAIST 28 when bands == 28. UsageError otherwise,
-// naming `cube`, and when no band is within 380-780 nm (a black picture: micrometres, or a typo).
+// naming `cube`, and, for a `colour` picture, when no band is within 380-780 nm (it would be
+// black: micrometres, or a typo).
 std::vector<double> band_wavelengths(const std::optional<std::string> &option, const std::vector<double> &from_file,
-                                     std::int64_t bands, const std::string &cube);
+                                     std::int64_t bands, const std::string &cube, bool colour);
 
 // An 8-bit sRGB picture, row-major, 3 bytes a pixel.
 struct Picture {
