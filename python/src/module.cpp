@@ -14,6 +14,21 @@ namespace {
 
 using Shape = std::vector<std::int64_t>;
 
+// The GIL released for a scope, as py::gil_scoped_release, but taken back by a destructor that may
+// let an exception out: while the interpreter shuts down, CPython ends a daemon thread that asks
+// for the GIL (pthread_exit), and that unwinding out of gil_scoped_release's noexcept destructor
+// aborted the process ("terminate called without an active exception").
+class GilReleased {
+ public:
+  GilReleased() : state_(PyEval_SaveThread()) {}
+  ~GilReleased() noexcept(false) { PyEval_RestoreThread(state_); }
+  GilReleased(const GilReleased &) = delete;
+  GilReleased &operator=(const GilReleased &) = delete;
+
+ private:
+  PyThreadState *state_;
+};
+
 Dispersion dispersion(const Call &call, py::handle step, py::handle axis) {
   static constexpr Axis kAxes[] = {Axis::width, Axis::height};
   return {call.integer<int>(step, "step"), kAxes[call.choice(axis, "axis", {"width", "height"})]};
@@ -61,7 +76,7 @@ py::object cassi_forward(py::handle x_object, py::handle mask_object, py::handle
   }));
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     hpipe::cassi_forward(x.input<T, 4>(), mask_of<T>(mask), d, out.view<T, 3>(), call.options());
   });
   return out.object;
@@ -106,7 +121,7 @@ py::object measurement_to_cube(const char *op, Run run, py::handle y_object, py:
   const Operand out = cube_output(call, y, mask, bands, d, out_object);
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     run(y.input<T, 3>(), mask_of<T>(mask), d, out.view<T, 4>(), call.options());
   });
   return out.object;
@@ -123,7 +138,7 @@ py::object cassi_phi(py::handle mask_object, py::handle bands, py::handle step, 
   const Operand out = call.output(out_object, "out", {y[1], y[2]});
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     hpipe::cassi_phi(mask_of<T>(mask), c, d, out.view<T, 2>(), call.options());
   });
   return out.object;
@@ -146,7 +161,7 @@ py::object cassi_shift_either(bool back, py::handle x_object, py::handle step, p
   const Operand out = call.output(out_object, "out", shape);
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     if (back)
       hpipe::cassi_shift_back(x.input<T, 4>(), d, out.view<T, 4>(), call.options());
     else
@@ -175,7 +190,7 @@ py::object batched_dot(py::handle a_object, py::handle b_object, py::handle out_
   const Operand out = call.output(out_object, "out", {a.shape[0]});
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     hpipe::batched_dot(a.input<T, 2>(), b.input<T, 2>(), out.view<T, 1>(), call.options());
   });
   return out.object;
@@ -196,7 +211,7 @@ py::object conv1d(py::handle a_object, py::handle v_object, py::handle mode_obje
       call.output(out_object, "out", {a.shape[0], la >= 1 && lv >= 1 ? conv1d_length(la, lv, mode) : 0});
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     if (v.rank == 2)
       hpipe::conv1d(a.input<T, 2>(), v.input<T, 2>(), mode, out.view<T, 2>(), call.options());
     else
@@ -223,7 +238,7 @@ py::object elementwise(Elementwise fn, const char *op, py::handle x_object, py::
     using T = decltype(zero);
     with_rank(x.rank, [&](auto rank) {
       constexpr int N = decltype(rank)::value;
-      py::gil_scoped_release nogil;
+      const GilReleased nogil;
       const auto in = x.input<T, N>();
       const auto y = out.view<T, N>();
       switch (fn) {
@@ -270,7 +285,7 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
   if (x.rank == 1) {
     const double value = call.dispatch([&](auto zero) -> double {
       using T = decltype(zero);
-      py::gil_scoped_release nogil;
+      const GilReleased nogil;
       return hpipe::logsumexp(x.input<T, 1>(), call.options());
     });
     return call.scalar(value, out_object);
@@ -282,7 +297,7 @@ py::object logsumexp(py::handle x_object, const py::object &axis_object, py::han
     using T = decltype(zero);
     with_rank(x.rank, [&](auto rank) {
       constexpr int N = std::max(decltype(rank)::value, 2);  // rank 1 returned above
-      py::gil_scoped_release nogil;
+      const GilReleased nogil;
       hpipe::logsumexp(x.input<T, N>(), axis, out.view<T, N - 1>(), call.options());
     });
   });
@@ -353,7 +368,7 @@ py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle ma
   const IterationCallback progress = Progress(op, args.callback, call.boolean(args.progress, "progress"));
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     if (method == ReconMethod::gap_tv)
       hpipe::gap_tv(y.input<T, 3>(), mask_of<T>(mask), params, out.view<T, 4>(), progress, call.options());
     else
@@ -372,7 +387,7 @@ py::object tv_denoise(py::handle x_object, py::handle weight, py::handle iterati
   const Operand out = call.output(out_object, "out", x.shape_vector());
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     hpipe::tv_denoise(x.input<T, 4>(), params, out.view<T, 4>(), call.options());
   });
   return out.object;
@@ -391,7 +406,7 @@ double image_quality(const char *op, Run run, py::handle estimate_object, py::ha
   call.require_rank(truth, "truth", 2, "(H, W)");
   return call.dispatch([&](auto zero) {
     using T = decltype(zero);
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     return run(estimate.input<T, 2>(), truth.input<T, 2>(), scale);
   });
 }
@@ -406,7 +421,7 @@ py::tuple synth(py::handle bands_object, py::handle height_object, py::handle wi
   Array<float, 3> scene;
   Array<float, 2> mask;
   {
-    py::gil_scoped_release nogil;
+    const GilReleased nogil;
     scene = synth_scene(bands, height, width);
     mask = synth_mask(height, width, seed);
   }

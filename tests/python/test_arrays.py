@@ -412,6 +412,21 @@ def test_a_bad_environment_variable_fails_every_call(variable, value, expected):
     assert run.returncode == 0 and run.stdout.startswith("hpipe.exp: " + expected), run.stdout + run.stderr
 
 
+def test_exit_while_a_daemon_thread_is_inside_a_call():
+    # CPython ends such a thread when it asks for the GIL back; the unwinding aborted the process
+    # (exit status 134) where NumPy's calls exit cleanly.
+    script = ("import threading, time, numpy, hpipe\n"
+              "x = numpy.ones((2, 8, 128, 128), numpy.float32)\n"
+              "def loop():\n"
+              "    while True:\n"
+              "        hpipe.tv_denoise(x, 0.1, 3)\n"
+              "threading.Thread(target=loop, daemon=True).start()\n"
+              "time.sleep(0.3)\n")
+    for _ in range(2):
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+
+
 def test_error_is_a_value_error_with_the_cpp_message():
     assert issubclass(hpipe.Error, ValueError) and hpipe.Error.__module__ == "hpipe"
     message = error_message(lambda: hpipe.cassi_forward(np.ones((2, 3, 4, 5)), np.ones((4, 6))), hpipe.Error)
