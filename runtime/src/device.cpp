@@ -134,12 +134,18 @@ const bool thread_pool_installed = [] {
   return true;
 }();
 
-std::atomic<CpuLimit> cpu_limit_now{detail::environment().cpu_limit};
+// Read from the environment at its first use (the first kernel's dispatch), not at load: like
+// hpipe's other variables, HPIPE_CPU_LIMIT may be set after the library is loaded (os.environ
+// after `import hpipe`) and before the first call.
+std::atomic<CpuLimit> &cpu_limit_now() {
+  static std::atomic<CpuLimit> limit{detail::environment().cpu_limit};
+  return limit;
+}
 
 // The multitarget dispatch asks this before each call which variant's features it may use.
 extern "C" int capped_can_use_target_features(int count, const std::uint64_t *features) {
   auto has = [&](halide_target_feature_t f) { return f / 64 < count && ((features[f / 64] >> (f % 64)) & 1); };
-  const CpuLimit limit = cpu_limit_now.load();
+  const CpuLimit limit = cpu_limit_now().load();
   if (limit != CpuLimit::none &&
       (has(halide_target_feature_avx512) || has(halide_target_feature_avx512_skylake) ||
        has(halide_target_feature_avx512_cannonlake) || has(halide_target_feature_avx512_knl) ||
@@ -158,8 +164,8 @@ const bool cpu_limit_installed = [] {
 
 }  // namespace
 
-void set_cpu_limit(CpuLimit limit) { cpu_limit_now = limit; }
-CpuLimit cpu_limit() { return cpu_limit_now.load(); }
+void set_cpu_limit(CpuLimit limit) { cpu_limit_now() = limit; }
+CpuLimit cpu_limit() { return cpu_limit_now().load(); }
 
 bool cuda_available() {
   const Driver &d = driver();

@@ -23,7 +23,7 @@ struct Environment {
 // The longest idle workers spin (HPIPE_SPIN_US): a second.
 constexpr std::int64_t kMostSpinMicros = 1000000;
 
-// Read at the first use (an empty value counts as unset). Every Call checks `problem`.
+// Read at the first use, a Call's (an empty value counts as unset). Every Call checks `problem`.
 const Environment &environment();
 
 }  // namespace hpipe::detail

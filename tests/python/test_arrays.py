@@ -406,9 +406,13 @@ def test_elementwise_in_place(rng, fn):
 def test_a_bad_environment_variable_fails_every_call(variable, value, expected):
     # A typo capped nothing (HPIPE_CPU_LIMIT=AVX2) and a huge spin time overflowed: read once per
     # process, so in one of its own.
-    script = "import hpipe, numpy\ntry:\n    hpipe.exp(numpy.ones(3))\nexcept hpipe.Error as e:\n    print(e)\n"
-    run = subprocess.run([sys.executable, "-c", script], env={**os.environ, variable: value}, capture_output=True,
-                         text=True, timeout=60)
+    call = "try:\n    hpipe.exp(numpy.ones(3))\nexcept hpipe.Error as e:\n    print(e)\n"
+    run = subprocess.run([sys.executable, "-c", "import hpipe, numpy\n" + call], env={**os.environ, variable: value},
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.startswith("hpipe.exp: " + expected), run.stdout + run.stderr
+    # Read at the first call: set after the import, it counts too.
+    late = f"import hpipe, numpy, os\nos.environ[{variable!r}] = {value!r}\n" + call
+    run = subprocess.run([sys.executable, "-c", late], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.startswith("hpipe.exp: " + expected), run.stdout + run.stderr
 
 

@@ -38,7 +38,8 @@ std::string cuda_unavailable_reason();
 // succession find them awake; HPIPE_SPIN_US=<microseconds> at start-up sets that time (0: they
 // sleep at once, for processes that share their cores with other busy ones; at most 1000000).
 // hpipe's environment variables (HPIPE_SPIN_US, HPIPE_CPU_LIMIT, HPIPE_STREAMING_BYTES below) are
-// read once; one set to a value it does not take makes every call throw hpipe::Error naming it.
+// read once, at the first call; one set to a value it does not take makes every call throw
+// hpipe::Error naming it.
 constexpr int kMostThreads = 1024;
 void set_num_threads(int threads);
 int num_threads();
