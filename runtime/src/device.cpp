@@ -4,10 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "HalideRuntime.h"
 #include "call.h"
@@ -106,14 +104,7 @@ extern "C" int get_cuda_stream(void *user_context, void *, void **stream) {
 // Computed once: hardware_concurrency() reads /sys on every call (three system calls), and the
 // thread count is read for every parallel loop.
 int default_threads() {
-  static const int n = [] {
-    if (const char *env = std::getenv("HL_NUM_THREADS")) {
-      const int n = std::atoi(env);
-      if (n > 0) return std::min(n, kMostThreads);
-    }
-    const unsigned cores = std::thread::hardware_concurrency();
-    return cores ? static_cast<int>(cores) : 1;
-  }();
+  static const int n = detail::default_thread_count();
   return n;
 }
 std::atomic<int> threads{0};  // 0: default_threads()

@@ -1,7 +1,9 @@
 #include "environment.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 
 namespace hpipe::detail {
 
@@ -53,6 +55,15 @@ const Environment &environment() {
     return e;
   }();
   return e;
+}
+
+int default_thread_count() {
+  if (const char *env = std::getenv("HL_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return std::min(n, kMostThreads);
+  }
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores ? static_cast<int>(cores) : 1;
 }
 
 }  // namespace hpipe::detail

@@ -26,4 +26,10 @@ constexpr std::int64_t kMostSpinMicros = 1000000;
 // Read at the first use, a Call's (an empty value counts as unset). Every Call checks `problem`.
 const Environment &environment();
 
+// The CPU workers a process runs by default, as Halide reads HL_NUM_THREADS: its atoi() when that
+// is > 0, capped at kMostThreads; otherwise (unset, 0, negative, not a number) the number of cores.
+// Read on every call (hardware_concurrency() reads /sys): callers keep the value. The runtime and
+// hpipe-tune, which times variants on the library's threads, both use it.
+int default_thread_count();
+
 }  // namespace hpipe::detail

@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "halide_benchmark.h"
-#include "runtime/include/hpipe/device.h"  // kMostThreads
+#include "runtime/src/environment.h"
 #include "runtime/src/thread_pool.h"
 
 namespace hpipe::tune {
@@ -70,19 +70,9 @@ std::string cpu_model() {
   return "unknown CPU";
 }
 
-// The library's thread count, read as the runtime reads it, so that a variant is timed on the
-// threads the library will use and records are kept apart by that count. The rule lives in
-// runtime/src/device.cpp, default_threads() (not exported from the library): HL_NUM_THREADS when
-// atoi() makes it > 0, capped at kMostThreads; otherwise (unset, 0, negative, not a number) the
-// number of cores.
-int halide_threads() {
-  if (const char *env = std::getenv("HL_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) return std::min(n, kMostThreads);
-  }
-  const unsigned cores = std::thread::hardware_concurrency();
-  return cores ? static_cast<int>(cores) : 1;
-}
+// The library's thread count (its rule: runtime/src/environment.h), so that a variant is timed on
+// the threads the library will use and records are kept apart by that count.
+int halide_threads() { return detail::default_thread_count(); }
 
 // The cores this process may run on (its affinity mask, which containers and taskset narrow).
 int usable_cores() {
