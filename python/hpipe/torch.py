@@ -1,7 +1,8 @@
 """hpipe's differentiable operations as PyTorch autograd functions, and CassiOperator.
 
 Each function has the signature of the hpipe function of the same name (without `out=`; the
-device is the tensors' own) and takes and returns torch tensors, CPU or CUDA, float32 or float64.
+device is the tensors' own) and takes and returns torch tensors, CPU or CUDA, float32 or float64
+(float16 and bfloat16 too inside torch.autocast, computed and returned in float32).
 Gradients flow to every tensor argument, the CASSI mask included (trainable coded apertures).
 Forward and backward passes run hpipe kernels: the backward of A is Aᵀ, of a convolution a
 convolution with the flipped operand, of exp its own output; only elementwise products and the
@@ -12,6 +13,7 @@ written with these same functions, so second derivatives work too.
     y = ht.cassi_forward(x, mask, step=2)     # mask may require grad
     y.square().sum().backward()               # x.grad = 2 Aᵀ y, mask.grad likewise
 """
+import functools
 import math
 
 import torch
@@ -36,10 +38,45 @@ class _NoGraph:
         pass
 
 
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+# Whether an autocast region is active, per device type.
+try:  # torch >= 2.4 asks by device type
+    torch.is_autocast_enabled("cpu")
+    _AUTOCAST_ON = {d: functools.partial(torch.is_autocast_enabled, d) for d in ("cpu", "cuda")}
+except TypeError:  # torch 1.13: the CPU's own query, the plain one for CUDA
+    _AUTOCAST_ON = {"cpu": torch.is_autocast_cpu_enabled, "cuda": torch.is_autocast_enabled}
+
+
+def _in_float32(args):
+    """Inside torch.autocast hpipe.torch runs in float32, as torch's float32-policy ops on CUDA (exp,
+    log, logsumexp) do: float16 and bfloat16 tensors of a device in an autocast region are cast to
+    float32 (differentiably: their gradients come back in their own type); others, float64 too, stay."""
+    def in_region(t):
+        query = _AUTOCAST_ON.get(t.device.type)
+        return query is not None and query()
+
+    return tuple(
+        a.to(torch.float32) if isinstance(a, torch.Tensor) and a.dtype in _LOW_PRECISION and in_region(a) else a
+        for a in args)
+
+
 def _run(function, *args):
     """function.apply(*args) where autograd records a graph; elsewhere (no tensor argument requires
     grad, or grad mode is off, as in inference and in backward passes without create_graph) its
-    forward alone, without the autograd node and its cost (docs/python.md)."""
+    forward alone, without the autograd node and its cost (docs/python.md). Inside torch.autocast,
+    low-precision tensors are taken in float32 (_in_float32): asked only when hpipe has refused a
+    type, so that other calls pay nothing for it (hpipe checks types before any work)."""
+    try:
+        return _apply(function, args)
+    except TypeError:
+        in_float32 = _in_float32(args)
+        if all(cast is given for cast, given in zip(in_float32, args)):
+            raise
+    return _apply(function, in_float32)
+
+
+def _apply(function, args):
     if torch.is_grad_enabled() and any(isinstance(a, torch.Tensor) and a.requires_grad for a in args):
         return function.apply(*args)
     return function.forward(_NoGraph(), *args)
@@ -275,7 +312,7 @@ def batched_dot(a, b):
 
 def conv1d(a, v, mode="full"):
     """np.convolve(a[i], v[i], mode) row by row: a (N, La), v (N, Lv) or shared (Lv,)."""
-    return _Conv1d.apply(a, v, mode)
+    return _run(_Conv1d, a, v, mode)
 
 
 def exp(x):

@@ -217,15 +217,12 @@ def test_empty_batches_flow_forward_and_backward():
     assert rows.grad.shape == rows.shape
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_forward_and_backward_on_device(device, dtype):
-    """Every op on the device against the same computation in float64 on the CPU; `sum()` hands
-    the backward passes a broadcast (stride 0) gradient."""
+def every_call(device, dtype):
+    """Each function of hpipe.torch with inputs of `dtype` on `device`: name -> (function, inputs)."""
     a, v = rand(5, 5, device=device, dtype=dtype, seed=1), rand(5, 7, device=device, dtype=dtype, seed=2)
     x = rand(3, 4, device=device, dtype=dtype, low=0.1, seed=3)
     cube, mask, y = cassi_inputs(2, "width", False, device, dtype)
-    calls = {
+    return {
         "cassi_forward": (ht.cassi_forward, (cube, mask)),
         "cassi_adjoint": (lambda y, m: ht.cassi_adjoint(y, m, C), (y, mask)),
         "cassi_phi": (lambda m: ht.cassi_phi(m, C), (mask,)),
@@ -237,7 +234,14 @@ def test_forward_and_backward_on_device(device, dtype):
         "exp": (ht.exp, (x,)), "log": (ht.log, (x,)), "erf": (ht.erf, (x,)),
         "logsumexp": (lambda x: ht.logsumexp(x, 0), (x,)),
     }
-    for name, (fn, inputs) in calls.items():
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_forward_and_backward_on_device(device, dtype):
+    """Every op on the device against the same computation in float64 on the CPU; `sum()` hands
+    the backward passes a broadcast (stride 0) gradient."""
+    for name, (fn, inputs) in every_call(device, dtype).items():
         inputs = [t.clone().requires_grad_() for t in inputs]
         references = [t.detach().cpu().double().requires_grad_() for t in inputs]
         got, want = fn(*inputs), fn(*references)
@@ -248,6 +252,54 @@ def test_forward_and_backward_on_device(device, dtype):
         for result, reference in pairs:
             torch.testing.assert_close(result.detach().cpu().double(), reference.detach(), msg=lambda m: f"{name}: {m}",
                                        **tolerance(dtype, bands=8))
+
+
+# --- torch.autocast -------------------------------------------------------------------------------
+# The autocast dtype each device's region takes (torch 1.13's CPU autocast takes bfloat16 only).
+AUTOCAST_DTYPE = {"cpu": torch.bfloat16, "cuda": torch.float16}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("low", [torch.bfloat16, torch.float16])
+def test_autocast_runs_low_precision_tensors_in_float32(device, low):
+    """Inside torch.autocast every function takes float16 / bfloat16 tensors as float32 (as torch's
+    float32-policy ops do): the result is float32 and equal to the call on the tensors cast to float32,
+    and each input's gradient comes back in its own type, equal to the float32 gradient cast to it."""
+    for name, (fn, inputs) in every_call(device, torch.float32).items():
+        lows = [t.to(low).requires_grad_() for t in inputs]
+        float32s = [t.detach().float().requires_grad_() for t in lows]
+        with torch.autocast(device, dtype=AUTOCAST_DTYPE[device]):
+            got = fn(*lows)
+        want = fn(*float32s)
+        assert got.dtype == torch.float32, name
+        torch.testing.assert_close(got, want, rtol=0, atol=0, msg=lambda m: f"{name}: {m}")
+        got.sum().backward()
+        want.sum().backward()
+        for t, r in zip(lows, float32s):
+            assert t.grad.dtype == low, name
+            torch.testing.assert_close(t.grad, r.grad.to(low), rtol=0, atol=0, msg=lambda m: f"{name}: {m}")
+
+
+def test_autocast_leaves_float32_and_float64_alone_and_mixes_with_a_float32_aperture():
+    x, mask, _ = cassi_inputs(2, "width", False, "cpu")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert ht.cassi_forward(x, mask).dtype == torch.float64
+        # An unrolled network's bfloat16 activations beside its float32 trainable aperture.
+        aperture = torch.nn.Parameter(mask.float())
+        op = ht.CassiOperator(aperture, bands=C)
+        y = op(x.bfloat16())
+        assert y.dtype == torch.float32
+        op.adjoint(y.bfloat16()).sum().backward()
+    assert aperture.grad is not None and aperture.grad.dtype == torch.float32
+
+
+def test_low_precision_outside_autocast_is_refused_naming_the_argument():
+    x, mask, _ = cassi_inputs(2, "width", False, "cpu")
+    for low in (torch.float16, torch.bfloat16):
+        with pytest.raises(TypeError, match=f"x: expected float32 or float64, got {str(low)[6:]}"):
+            ht.cassi_forward(x.to(low), mask.float())
+        with pytest.raises(TypeError, match="x: expected float32 or float64"):
+            ht.exp(x.to(low))
 
 
 # --- CassiOperator ---------------------------------------------------------------------------------
