@@ -282,4 +282,32 @@ class Call {
   Buffers buffers_;
 };
 
+// A copy in CUDA memory of a host view's elements (dense, C order), for an op that runs many kernel
+// calls over the same arrays (a reconstruction's iterations): its calls then read and write device
+// memory, where a call on host views copies them to the device and back every time. Copied when
+// made, in the context hpipe's calls use; on destruction the work queued on `options`' stream is
+// waited for and the memory given back to Halide's CUDA runtime (which keeps blocks for reuse).
+class DeviceCopy {
+ public:
+  template <class T, int R>
+  DeviceCopy(const char *op, const View<const T, R> &host, const Options &options)
+      : DeviceCopy(op, halide_type_of<T>(), host.data(), R, host.shape().data(), host.strides().data(), options) {}
+  ~DeviceCopy();
+  DeviceCopy(const DeviceCopy &) = delete;
+  DeviceCopy &operator=(const DeviceCopy &) = delete;
+
+  // The copy as a view of CUDA memory of `shape` (the host view's).
+  template <class T, int R>
+  View<T, R> view(const std::array<std::int64_t, static_cast<std::size_t>(R)> &shape) const {
+    return View<T, R>(static_cast<T *>(device_), shape, Memory::cuda);
+  }
+
+ private:
+  DeviceCopy(const char *op, halide_type_t type, const void *data, int rank, const std::int64_t *shape,
+             const std::int64_t *strides, const Options &options);
+  CallContext context_;
+  Halide::Runtime::Buffer<void> buffer_;
+  void *device_ = nullptr;  // null for a view without elements
+};
+
 }  // namespace hpipe::detail

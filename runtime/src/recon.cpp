@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -238,15 +239,16 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
            bo);
 }
 
-// Everything a whole run checks before any work; returns Phi for the mask.
+// Everything a whole run checks before any work; returns Phi for the mask, and whether the run's
+// kernels are CUDA's.
 template <class T>
-Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask, const ReconParams &p,
-                    View<T, 4> x, const Options &options) {
+std::pair<Array<T, 2>, bool> prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask,
+                                     const ReconParams &p, View<T, 4> x, const Options &options) {
   Call call(op, options);
   check_host(call, "y", y);
   check_host(call, "mask", mask.view());
   check_host(call, "x", x);
-  call.uses_cuda();  // the device resolved here, so that its errors name this op, not the first kernel's
+  const bool cuda = call.uses_cuda();  // resolved here, so that its errors name this op, not the first kernel's
   detail::check_kernel_buffer<T>(op, "x", x.shape());  // before Phi's allocation
   // x is written only by the last iteration's kernel: check it against the inputs before any work.
   detail::check_disjoint(op, "x", x, "y", y);
@@ -257,45 +259,86 @@ Array<T, 2> prepare(const char *op, ReconMethod method, View<const T, 3> y, cons
   Array<T, 2> phi(std::array<std::int64_t, 2>{meas[1], meas[2]});
   check_step<T>(call, method, x.shape(), "the output x", y, mask, std::as_const(phi).view(), p);
   cassi_phi(mask, x.shape(1), p.dispersion, phi.view(), options);
-  return phi;
+  return {std::move(phi), cuda};
 }
 
+// What an iteration reads besides its state: the measurement, the mask and Phi.
+template <class T>
+struct StepInputs {
+  View<const T, 3> y;
+  Mask<T> mask;
+  View<const T, 2> phi;
+};
+
+// The state of an iteration, double-buffered: x (or theta) and the auxiliary array (GAP's y1,
+// ADMM's b), each as the current and the next.
+template <class T, int AuxRank>
+struct IterationState {
+  View<T, 4> cur, next;
+  View<T, AuxRank> aux, aux_next;
+};
+
 // The iteration GAP-TV and ADMM-TV share: x_0 = A^T y and an auxiliary state that starts at 0
-// (GAP's y1, shaped like y; ADMM's b, shaped like x), then step(x, aux, phi, x', aux'), double-
-// buffered, the last x' written straight into x.
+// (GAP's y1, shaped like y; ADMM's b, shaped like x), then step(inputs, x, aux, x', aux'), double-
+// buffered, the last x' written straight into x. On CUDA the inputs and the state are copied to
+// the device once, so that the steps read and write device memory (on host arrays every step
+// copied its cubes both ways, several times its kernel's time).
 template <class T, int AuxRank, class Step>
 void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask, const ReconParams &p,
              View<T, 4> x, const std::array<std::int64_t, AuxRank> &aux_shape, Step step,
              const IterationCallback &progress, const Options &options) {
-  const Array<T, 2> phi = prepare<T>(op, method, y, mask, p, x, options);
+  const auto [phi, cuda] = prepare<T>(op, method, y, mask, p, x, options);
   const Dispersion d = p.dispersion;
   if (p.iterations == 0) return cassi_adjoint(y, mask, d, x, options);  // x_0 = A^T y
-  Array<T, 4> cur = cassi_adjoint(y, mask, x.shape(1), d, options), next(x.shape());
-  Array<T, AuxRank> aux(aux_shape), aux_next(aux_shape);  // aux starts at 0
-  for (int k = 1; k <= p.iterations; k++) {
-    const View<T, 4> out = k == p.iterations ? x : next.view();
-    step(cur.view(), aux.view(), phi.view(), out, aux_next.view());
-    if (progress) progress({k, p.iterations, residual_norm<T>(y, out, mask, d, options)});
-    std::swap(cur, next);
-    std::swap(aux, aux_next);
+  const auto run = [&](const StepInputs<T> &in, IterationState<T, AuxRank> s) {
+    cassi_adjoint(in.y, in.mask, d, s.cur, options);  // x_0 = A^T y
+    for (int k = 1; k <= p.iterations; k++) {
+      const View<T, 4> out = k == p.iterations ? x : s.next;
+      step(in, s.cur, s.aux, out, s.aux_next);
+      if (progress) progress({k, p.iterations, residual_norm<T>(y, out, in.mask, d, options)});
+      std::swap(s.cur, s.next);
+      std::swap(s.aux, s.aux_next);
+    }
+  };
+  if (!cuda) {
+    Array<T, 4> cur(x.shape()), next(x.shape());
+    Array<T, AuxRank> aux(aux_shape), aux_next(aux_shape);  // aux starts at 0
+    return run({y, mask, phi.view()}, {cur.view(), next.view(), aux.view(), aux_next.view()});
   }
+  using detail::DeviceCopy;
+  const View<const T, 3> m = mask.view();
+  const DeviceCopy y_copy(op, y, options), phi_copy(op, phi.view(), options);
+  std::optional<DeviceCopy> mask_copy;  // as given: shared (H, W) or per band
+  const Shape3 m_shape = m.shape();
+  if (mask.per_band()) {
+    mask_copy.emplace(op, m, options);
+  } else {
+    mask_copy.emplace(op, View<const T, 2>(m.data(), {m_shape[1], m_shape[2]}, {m.stride(1), m.stride(2)}), options);
+  }
+  const Mask<T> device_mask = mask.per_band() ? Mask<T>(mask_copy->view<const T, 3>(m_shape))
+                                              : Mask<T>(mask_copy->view<const T, 2>({m_shape[1], m_shape[2]}));
+  const Array<T, 4> zero_cube(x.shape());
+  const Array<T, AuxRank> zero_aux(aux_shape);
+  const DeviceCopy cur(op, zero_cube.view(), options), next(op, zero_cube.view(), options);
+  const DeviceCopy aux(op, zero_aux.view(), options), aux_next(op, zero_aux.view(), options);
+  run({y_copy.view<const T, 3>(y.shape()), device_mask, phi_copy.view<const T, 2>(phi.shape())},
+      {cur.view<T, 4>(x.shape()), next.view<T, 4>(x.shape()), aux.view<T, AuxRank>(aux_shape),
+       aux_next.view<T, AuxRank>(aux_shape)});
 }
 
 template <class T>
 void gap_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,
               const IterationCallback &progress, const Options &options) {
-  auto step = [&](View<const T, 4> cur, View<const T, 3> y1, View<const T, 2> phi, View<T, 4> out, View<T, 3> y1_next) {
-    gap_step_impl<T>(cur, y1, y, mask, phi, p, out, y1_next, options);
-  };
+  auto step = [&](const StepInputs<T> &in, View<const T, 4> cur, View<const T, 3> y1, View<T, 4> out,
+                  View<T, 3> y1_next) { gap_step_impl<T>(cur, y1, in.y, in.mask, in.phi, p, out, y1_next, options); };
   iterate<T, 3>("gap_tv", ReconMethod::gap_tv, y, mask, p, x, y.shape(), step, progress, options);
 }
 
 template <class T>
 void admm_impl(View<const T, 3> y, const Mask<T> &mask, const ReconParams &p, View<T, 4> x,
                const IterationCallback &progress, const Options &options) {
-  auto step = [&](View<const T, 4> theta, View<const T, 4> b, View<const T, 2> phi, View<T, 4> out, View<T, 4> b_next) {
-    admm_step_impl<T>(theta, b, y, mask, phi, p, out, b_next, options);
-  };
+  auto step = [&](const StepInputs<T> &in, View<const T, 4> theta, View<const T, 4> b, View<T, 4> out,
+                  View<T, 4> b_next) { admm_step_impl<T>(theta, b, in.y, in.mask, in.phi, p, out, b_next, options); };
   iterate<T, 4>("admm_tv", ReconMethod::admm_tv, y, mask, p, x, x.shape(), step, progress, options);
 }
 
