@@ -1,5 +1,5 @@
 // Reconstruction benchmarks at the size of the synthetic scene (1, 28, 256, 256), S = 2, 5 TV
-// iterations: one GAP-TV iteration, one ADMM-TV iteration, and the TV denoiser alone.
+// iterations: one GAP-TV iteration, one ADMM-TV iteration, the TV denoiser alone, and a whole GAP-TV run.
 // Args: C, H, W, S, TV iterations, vectorial TV (0 or 1).
 //
 // Compulsory bytes are the minimum an iteration must move: the state cubes read once and written
@@ -79,6 +79,18 @@ void BM_tv_denoise(benchmark::State &state) {
   report(state, 2 * bytes_of(b.x), 2 * bytes_of(b.x));
 }
 
+// A whole GAP-TV run of kRunIterations on host arrays, as the CLI and Python call it: on CUDA its
+// state stays on the device between iterations (compare with kRunIterations x BM_cuda_gap_tv_step).
+constexpr int kRunIterations = 10;
+template <Device D>
+void BM_gap_tv_run(benchmark::State &state) {
+  ReconBench b(state);
+  b.params.iterations = kRunIterations;
+  Array<float, 4> x(b.x.shape());
+  const Mask<float> mask(b.mask.view());
+  for (auto _ : state) gap_tv(b.y.view(), mask, b.params, x.view(), {}, {D});
+}
+
 #define HPIPE_RECON_BENCH(fn)                             \
   HPIPE_BENCHMARK(fn, ->Args({28, 256, 256, 2, 5, 0})     \
                           ->Args({28, 256, 256, 2, 5, 1}) \
@@ -86,6 +98,7 @@ void BM_tv_denoise(benchmark::State &state) {
                           ->Unit(benchmark::kMillisecond))
 HPIPE_RECON_BENCH(BM_gap_tv_step);
 HPIPE_RECON_BENCH(BM_admm_tv_step);
+HPIPE_BENCHMARK(BM_gap_tv_run, ->Args({28, 256, 256, 2, 5, 0})->UseRealTime()->Unit(benchmark::kMillisecond));
 // The same pixels as 7 images of 512 x 512, whose planes outgrow a core's L2 (strips of rows).
 HPIPE_BENCHMARK(BM_tv_denoise, ->Args({28, 256, 256, 2, 5, 0})
                                    ->Args({28, 256, 256, 2, 5, 1})
