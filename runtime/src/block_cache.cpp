@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 
 #include "HalideRuntime.h"
 
@@ -87,6 +88,12 @@ void cached_free(void *, void *user) {
 }
 
 }  // namespace
+
+ScratchBlock::ScratchBlock(std::size_t bytes) : data_(cached_malloc(nullptr, bytes)) {
+  if (!data_) throw std::bad_alloc();
+}
+
+ScratchBlock::~ScratchBlock() { cached_free(nullptr, data_); }
 
 void install_block_cache() {
   static std::once_flag once;

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include <unistd.h>
 
+#include "block_cache.h"
 #include "call.h"
 #include "cassi_checks.h"
 #include "kernels.h"
@@ -301,9 +305,18 @@ void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<
     }
   };
   if (!cuda) {
-    Array<T, 4> cur(x.shape()), next(x.shape());
-    Array<T, AuxRank> aux(aux_shape), aux_next(aux_shape);  // aux starts at 0
-    return run({y, mask, phi.view()}, {cur.view(), next.view(), aux.view(), aux_next.view()});
+    const auto bytes = [](const auto &shape) {
+      return sizeof(T) * static_cast<std::size_t>(
+                             std::accumulate(shape.begin(), shape.end(), std::int64_t(1), std::multiplies<>()));
+    };
+    const detail::ScratchBlock cur(bytes(x.shape())), next(bytes(x.shape()));
+    const detail::ScratchBlock aux(bytes(aux_shape)), aux_next(bytes(aux_shape));
+    std::memset(aux.data(), 0, bytes(aux_shape));  // aux starts at 0
+    const auto view = [](const detail::ScratchBlock &block, const auto &shape) {
+      return View<T, std::tuple_size_v<std::decay_t<decltype(shape)>>>(static_cast<T *>(block.data()), shape);
+    };
+    return run({y, mask, phi.view()},
+               {view(cur, x.shape()), view(next, x.shape()), view(aux, aux_shape), view(aux_next, aux_shape)});
   }
   using detail::DeviceCopy;
   const View<const T, 3> m = mask.view();
