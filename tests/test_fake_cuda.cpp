@@ -290,7 +290,8 @@ TEST_P(FakeCudaStreams, EveryFamilyOnHostArrays) {
 
 // A reconstruction on CUDA copies its inputs and state to the device once and its result back
 // once, whatever its iteration count (each step copied its cubes both ways before); with a
-// progress callback each iteration brings back only its measurement A x. Nothing stays allocated.
+// progress callback each iteration brings back only its measurement A x (nothing without
+// report_residual). Nothing stays allocated.
 TEST_P(FakeCudaStreams, ReconstructionStateStaysOnTheDevice) {
   int stream_storage = 0;
   Options on_cuda = kOnCuda;
@@ -306,9 +307,11 @@ TEST_P(FakeCudaStreams, ReconstructionStateStaysOnTheDevice) {
         SCOPED_TRACE(std::string(to_string(method)) + (band_mask ? " per-band mask" : " shared mask") +
                      (vectorial ? " vectorial" : ""));
         const Mask<float> mask = band_mask ? Mask<float>(per_band.view()) : Mask<float>(shared.view());
+        bool report_residual = true;
         const auto run = [&](int iterations, const IterationCallback &progress) {
           ReconParams params;
           params.dispersion = d, params.iterations = iterations, params.tv.vectorial = vectorial;
+          params.report_residual = report_residual;
           auto x = poisoned<float, 4>({B, C, H, W});
           const long long live = hpipe_fake_cuda_live_allocations();
           const Counts before = Counts::now();
@@ -330,6 +333,10 @@ TEST_P(FakeCudaStreams, ReconstructionStateStaysOnTheDevice) {
         EXPECT_EQ(reported, 7);
         EXPECT_EQ(seven_reported.down, seven.down + 7);  // A x of each iteration
         EXPECT_LE(seven_reported.up, seven.up + 7);      // at most the mask, where a call copies it
+        report_residual = false;                         // the callback without the residual: nothing more comes back
+        EXPECT_EQ(run(7, [&](const IterationInfo &) { reported++; }).down, seven.down);
+        EXPECT_EQ(reported, 14);
+        report_residual = true;
       }
 }
 

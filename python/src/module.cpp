@@ -365,7 +365,10 @@ py::object reconstruct_tv(ReconMethod method, py::handle y_object, py::handle ma
   call.require_rank(y, "y", 3, "(B, H, W') or (B, H', W)");
   const Operand mask = read_mask(call, mask_object);
   const Operand out = cube_output(call, y, mask, args.bands, params.dispersion, out_object);
-  const IterationCallback progress = Progress(op, args.callback, call.boolean(args.progress, "progress"));
+  const bool bar = call.boolean(args.progress, "progress");
+  // The callback runs anyway (Ctrl-C); the residual, an A x per iteration, only where it is shown.
+  params.report_residual = bar || !args.callback.is_none();
+  const IterationCallback progress = Progress(op, args.callback, bar);
   call.dispatch([&](auto zero) {
     using T = decltype(zero);
     const GilReleased nogil;

@@ -299,7 +299,10 @@ void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<
     for (int k = 1; k <= p.iterations; k++) {
       const View<T, 4> out = k == p.iterations ? x : s.next;
       step(in, s.cur, s.aux, out, s.aux_next);
-      if (progress) progress({k, p.iterations, residual_norm<T>(y, out, in.mask, d, options)});
+      if (progress)
+        progress({k, p.iterations,
+                  p.report_residual ? residual_norm<T>(y, out, in.mask, d, options)
+                                    : std::numeric_limits<double>::quiet_NaN()});
       std::swap(s.cur, s.next);
       std::swap(s.aux, s.aux_next);
     }
