@@ -424,45 +424,6 @@ bool Call::outputs_worth_streaming() const {
 
 halide_buffer_t *Call::resolve(Arg a) { return buffers_.items[a.index].kernel_buffer(); }
 
-DeviceCopy::DeviceCopy(const char *op, halide_type_t type, const void *data, int rank, const std::int64_t *shape,
-                       const std::int64_t *strides, const Options &options) {
-  install_error_handler();
-  context_.cuda_stream = options.cuda_stream;
-  if (has_no_elements(rank, shape)) return;
-  std::vector<int> sizes;  // Halide order
-  std::vector<halide_dimension_t> dims;
-  std::size_t elements = 1;
-  for (int d = rank - 1; d >= 0; d--) {
-    sizes.push_back(static_cast<int>(shape[d]));
-    dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(strides[d]), 0});
-    elements *= static_cast<std::size_t>(shape[d]);
-  }
-  // The dense elements staged in host memory of our own (a Buffer that owned it would free the
-  // device allocation with it), then copied up.
-  std::vector<unsigned char> staging(elements * type.bytes());
-  buffer_ = Halide::Runtime::Buffer<void>(type, staging.data(), sizes);
-  const Halide::Runtime::Buffer<void> host(type, const_cast<void *>(data), rank, dims.data());
-  copy_elements(*host.raw_buffer(), *buffer_.raw_buffer());
-  buffer_.set_host_dirty(true);
-  const int status = copy_to_device(&context_, buffer_.raw_buffer());
-  buffer_.set_host_dirty(false);
-  buffer_.raw_buffer()->host = nullptr;
-  if (status != 0 || buffer_.raw_buffer()->device == 0) {
-    release_device(&context_, buffer_.raw_buffer(), false);
-    const std::string why = !context_.error.empty() ? context_.error
-                            : status != 0           ? "Halide error " + std::to_string(status)
-                                                    : "no device allocation";
-    throw Error(std::string("hpipe::") + op + ": could not copy its state to the GPU: " + why);
-  }
-  device_ = reinterpret_cast<void *>(static_cast<std::uintptr_t>(buffer_.raw_buffer()->device));
-}
-
-DeviceCopy::~DeviceCopy() {
-  if (!device_) return;
-  sync_device(&context_, buffer_.raw_buffer());  // kernels queued on the stream may still use it
-  release_device(&context_, buffer_.raw_buffer(), false);
-}
-
 void Call::finish(int status) {
   if (status == 0) {
     for (auto &b : buffers_) {
@@ -485,6 +446,51 @@ void Call::finish(int status) {
   }
   for (auto &b : buffers_)
     if (b.is_output && b.dense.data()) copy_elements(*b.dense.raw_buffer(), *b.caller.raw_buffer());
+}
+
+DeviceArray::DeviceArray(const char *op, halide_type_t type, int rank, const std::int64_t *shape, const void *data,
+                         const std::int64_t *strides, const Options &options) {
+  install_error_handler();
+  context_.cuda_stream = options.cuda_stream;
+  if (has_no_elements(rank, shape)) return;
+  std::vector<int> sizes;  // Halide order
+  std::size_t elements = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    sizes.push_back(static_cast<int>(shape[d]));
+    elements *= static_cast<std::size_t>(shape[d]);
+  }
+  // A host copy's dense elements are staged in memory of our own (a Buffer that owned it would
+  // free the device allocation with it), then copied up.
+  std::vector<unsigned char> staging(data ? elements * type.bytes() : 0);
+  buffer_ = Halide::Runtime::Buffer<void>(type, data ? staging.data() : nullptr, sizes);
+  int status;
+  if (data) {
+    std::vector<halide_dimension_t> dims;
+    for (int d = rank - 1; d >= 0; d--)
+      dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(strides[d]), 0});
+    const Halide::Runtime::Buffer<void> host(type, const_cast<void *>(data), rank, dims.data());
+    copy_elements(*host.raw_buffer(), *buffer_.raw_buffer());
+    buffer_.set_host_dirty(true);
+    status = copy_to_device(&context_, buffer_.raw_buffer());
+    buffer_.set_host_dirty(false);
+    buffer_.raw_buffer()->host = nullptr;
+  } else {
+    status = allocate_device(&context_, buffer_.raw_buffer());
+  }
+  if (status != 0 || buffer_.raw_buffer()->device == 0) {
+    release_device(&context_, buffer_.raw_buffer(), false);
+    const std::string why = !context_.error.empty() ? context_.error
+                            : status != 0           ? "Halide error " + std::to_string(status)
+                                                    : "no device allocation";
+    throw Error(std::string("hpipe::") + op + ": could not place its state on the GPU: " + why);
+  }
+  device_ = reinterpret_cast<void *>(static_cast<std::uintptr_t>(buffer_.raw_buffer()->device));
+}
+
+DeviceArray::~DeviceArray() {
+  if (!device_) return;
+  sync_device(&context_, buffer_.raw_buffer());  // kernels queued on the stream may still use it
+  release_device(&context_, buffer_.raw_buffer(), false);
 }
 
 }  // namespace hpipe::detail

@@ -282,32 +282,39 @@ class Call {
   Buffers buffers_;
 };
 
-// A copy in CUDA memory of a host view's elements (dense, C order), for an op that runs many kernel
-// calls over the same arrays (a reconstruction's iterations): its calls then read and write device
-// memory, where a call on host views copies them to the device and back every time. Copied when
-// made, in the context hpipe's calls use; on destruction the work queued on `options`' stream is
-// waited for and the memory given back to Halide's CUDA runtime (which keeps blocks for reuse).
-class DeviceCopy {
+// An array in CUDA memory (dense, C order) for an op that runs many kernel calls over the same
+// arrays (a reconstruction's iterations): its calls then read and write device memory, where a call
+// on host views copies them to the device and back every time. Made in the context hpipe's calls
+// use, with a host view's elements or uninitialised; on destruction the work queued on `options`'
+// stream is waited for and the memory given back to Halide's CUDA runtime (which keeps blocks for
+// reuse).
+class DeviceArray {
  public:
+  // A copy of `host`'s elements.
   template <class T, int R>
-  DeviceCopy(const char *op, const View<const T, R> &host, const Options &options)
-      : DeviceCopy(op, halide_type_of<T>(), host.data(), R, host.shape().data(), host.strides().data(), options) {}
-  ~DeviceCopy();
-  DeviceCopy(const DeviceCopy &) = delete;
-  DeviceCopy &operator=(const DeviceCopy &) = delete;
+  DeviceArray(const char *op, const View<const T, R> &host, const Options &options)
+      : DeviceArray(op, halide_type_of<T>(), R, host.shape().data(), host.data(), host.strides().data(), options) {}
+  // Uninitialised, of `type` and `shape`.
+  template <std::size_t R>
+  DeviceArray(const char *op, halide_type_t type, const std::array<std::int64_t, R> &shape, const Options &options)
+      : DeviceArray(op, type, static_cast<int>(R), shape.data(), nullptr, nullptr, options) {}
+  ~DeviceArray();
+  DeviceArray(const DeviceArray &) = delete;
+  DeviceArray &operator=(const DeviceArray &) = delete;
 
-  // The copy as a view of CUDA memory of `shape` (the host view's).
+  // The array as a view of CUDA memory of `shape` (the one it was made with).
   template <class T, int R>
   View<T, R> view(const std::array<std::int64_t, static_cast<std::size_t>(R)> &shape) const {
     return View<T, R>(static_cast<T *>(device_), shape, Memory::cuda);
   }
 
  private:
-  DeviceCopy(const char *op, halide_type_t type, const void *data, int rank, const std::int64_t *shape,
-             const std::int64_t *strides, const Options &options);
+  // `data` null: uninitialised.
+  DeviceArray(const char *op, halide_type_t type, int rank, const std::int64_t *shape, const void *data,
+              const std::int64_t *strides, const Options &options);
   CallContext context_;
   Halide::Runtime::Buffer<void> buffer_;
-  void *device_ = nullptr;  // null for a view without elements
+  void *device_ = nullptr;  // null for an array without elements
 };
 
 }  // namespace hpipe::detail

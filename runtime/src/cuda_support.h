@@ -15,6 +15,8 @@ int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_dev
 // Copies a host-dirty `buffer`'s elements from its host pointer to its device memory, on the
 // call's stream.
 int copy_to_device(void *context, halide_buffer_t *buffer);
+// Allocates device memory for `buffer` (host pointer null), uninitialised.
+int allocate_device(void *context, halide_buffer_t *buffer);
 // Waits for the work queued on the call's stream (errors reported, not thrown: for destructors).
 int sync_device(void *context, halide_buffer_t *buffer);
 // Frees hpipe's device copy of a host-memory buffer, or detaches a caller's device memory.

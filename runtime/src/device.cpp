@@ -212,6 +212,9 @@ int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_dev
 int copy_to_device(void *context, halide_buffer_t *buffer) {
   return halide_copy_to_device(context, buffer, halide_cuda_device_interface());
 }
+int allocate_device(void *context, halide_buffer_t *buffer) {
+  return halide_device_malloc(context, buffer, halide_cuda_device_interface());
+}
 int sync_device(void *context, halide_buffer_t *buffer) { return halide_device_sync(context, buffer); }
 void release_device(void *context, halide_buffer_t *buffer, bool caller_device_memory) {
   if (caller_device_memory) {
@@ -225,7 +228,8 @@ void wrap_device_pointer(void *, halide_buffer_t *, void *) {
   throw Error("hpipe: CUDA memory given, but this hpipe was built without CUDA (HPIPE_CUDA=OFF)");
 }
 int finish_device_output(void *, halide_buffer_t *, bool) { return 0; }
-int copy_to_device(void *, halide_buffer_t *) { return 0; }  // no CUDA memory gets this far
+int copy_to_device(void *, halide_buffer_t *) { return 0; }    // no CUDA memory gets this far
+int allocate_device(void *, halide_buffer_t *) { return -1; }  // no CUDA memory gets this far
 int sync_device(void *, halide_buffer_t *) { return 0; }
 void release_device(void *, halide_buffer_t *, bool) {}
 #endif

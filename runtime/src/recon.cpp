@@ -284,9 +284,10 @@ struct IterationState {
 
 // The iteration GAP-TV and ADMM-TV share: x_0 = A^T y and an auxiliary state that starts at 0
 // (GAP's y1, shaped like y; ADMM's b, shaped like x), then step(inputs, x, aux, x', aux'), double-
-// buffered, the last x' written straight into x. On CUDA the inputs and the state are copied to
-// the device once, so that the steps read and write device memory (on host arrays every step
-// copied its cubes both ways, several times its kernel's time).
+// buffered, the last x' written straight into x. On CUDA the inputs and aux's zeros are copied to
+// the device once and the rest of the state is allocated there, so that the steps read and write
+// device memory (on host arrays every step copied its cubes both ways, several times its kernel's
+// time).
 template <class T, int AuxRank, class Step>
 void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask, const ReconParams &p,
              View<T, 4> x, const std::array<std::int64_t, AuxRank> &aux_shape, Step step,
@@ -307,24 +308,25 @@ void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<
       std::swap(s.aux, s.aux_next);
     }
   };
+  // The state from the block cache: a run after another reuses mapped memory (fresh pages fault).
+  const auto state_bytes = [](const auto &shape) {
+    return sizeof(T) *
+           static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t(1), std::multiplies<>()));
+  };
+  const auto scratch_view = [](const detail::ScratchBlock &block, const auto &shape) {
+    return View<T, std::tuple_size_v<std::decay_t<decltype(shape)>>>(static_cast<T *>(block.data()), shape);
+  };
   if (!cuda) {
-    const auto bytes = [](const auto &shape) {
-      return sizeof(T) * static_cast<std::size_t>(
-                             std::accumulate(shape.begin(), shape.end(), std::int64_t(1), std::multiplies<>()));
-    };
-    const detail::ScratchBlock cur(bytes(x.shape())), next(bytes(x.shape()));
-    const detail::ScratchBlock aux(bytes(aux_shape)), aux_next(bytes(aux_shape));
-    std::memset(aux.data(), 0, bytes(aux_shape));  // aux starts at 0
-    const auto view = [](const detail::ScratchBlock &block, const auto &shape) {
-      return View<T, std::tuple_size_v<std::decay_t<decltype(shape)>>>(static_cast<T *>(block.data()), shape);
-    };
-    return run({y, mask, phi.view()},
-               {view(cur, x.shape()), view(next, x.shape()), view(aux, aux_shape), view(aux_next, aux_shape)});
+    const detail::ScratchBlock cur(state_bytes(x.shape())), next(state_bytes(x.shape()));
+    const detail::ScratchBlock aux(state_bytes(aux_shape)), aux_next(state_bytes(aux_shape));
+    std::memset(aux.data(), 0, state_bytes(aux_shape));  // aux starts at 0
+    return run({y, mask, phi.view()}, {scratch_view(cur, x.shape()), scratch_view(next, x.shape()),
+                                       scratch_view(aux, aux_shape), scratch_view(aux_next, aux_shape)});
   }
-  using detail::DeviceCopy;
+  using detail::DeviceArray;
   const View<const T, 3> m = mask.view();
-  const DeviceCopy y_copy(op, y, options), phi_copy(op, phi.view(), options);
-  std::optional<DeviceCopy> mask_copy;  // as given: shared (H, W) or per band
+  const DeviceArray y_copy(op, y, options), phi_copy(op, phi.view(), options);
+  std::optional<DeviceArray> mask_copy;  // as given: shared (H, W) or per band
   const Shape3 m_shape = m.shape();
   if (mask.per_band()) {
     mask_copy.emplace(op, m, options);
@@ -333,10 +335,12 @@ void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<
   }
   const Mask<T> device_mask = mask.per_band() ? Mask<T>(mask_copy->view<const T, 3>(m_shape))
                                               : Mask<T>(mask_copy->view<const T, 2>({m_shape[1], m_shape[2]}));
-  const Array<T, 4> zero_cube(x.shape());
-  const Array<T, AuxRank> zero_aux(aux_shape);
-  const DeviceCopy cur(op, zero_cube.view(), options), next(op, zero_cube.view(), options);
-  const DeviceCopy aux(op, zero_aux.view(), options), aux_next(op, zero_aux.view(), options);
+  // Only aux's first values are read before they are written: zeros.
+  const detail::ScratchBlock zeros(state_bytes(aux_shape));
+  std::memset(zeros.data(), 0, state_bytes(aux_shape));
+  const DeviceArray aux(op, View<const T, AuxRank>(scratch_view(zeros, aux_shape)), options);
+  const DeviceArray cur(op, halide_type_of<T>(), x.shape(), options), next(op, halide_type_of<T>(), x.shape(), options);
+  const DeviceArray aux_next(op, halide_type_of<T>(), aux_shape, options);
   run({y_copy.view<const T, 3>(y.shape()), device_mask, phi_copy.view<const T, 2>(phi.shape())},
       {cur.view<T, 4>(x.shape()), next.view<T, 4>(x.shape()), aux.view<T, AuxRank>(aux_shape),
        aux_next.view<T, AuxRank>(aux_shape)});
