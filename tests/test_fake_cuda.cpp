@@ -71,6 +71,7 @@ int cuModuleGetFunction(void **function, void *module, const char *name);
 int cuLaunchKernel(void *function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *stream,
                    void **, void **);
 int cuStreamSynchronize(void *stream);
+int halide_reuse_device_allocations(void *user_context, bool reuse);  // Halide's runtime, linked in with hpipe
 }
 
 TEST(FakeCudaDriver, RecordsMisuse) {
@@ -338,6 +339,44 @@ TEST_P(FakeCudaStreams, ReconstructionStateStaysOnTheDevice) {
         EXPECT_EQ(reported, 14);
         report_residual = true;
       }
+}
+
+// A driver failure anywhere in a reconstruction on CUDA (placing its state, a step, a copy back): an
+// hpipe::Error, no device memory left behind, and the next run works. The runtime's reuse of device
+// blocks is off for it, so that every run allocates and frees.
+TEST_F(FakeCuda, ReconstructionDriverFailuresAreErrorsThatLeakNothing) {
+  struct NoReuse {
+    NoReuse() { halide_reuse_device_allocations(nullptr, false); }
+    ~NoReuse() { halide_reuse_device_allocations(nullptr, true); }
+  } no_reuse;
+  const std::int64_t C = 3, H = 9, W = 10;
+  const auto mask = random_array<float, 2>({H, W}, 13, 0.1, 1.0);
+  ReconParams params;
+  params.iterations = 3;
+  const auto measurement = random_array<float, 3>({2, H, W + (C - 1) * 2}, 12);
+  const auto run = [&] {
+    auto x = poisoned<float, 4>({2, C, H, W});
+    admm_tv(measurement.view(), Mask<float>(mask.view()), params, x.view(), {}, kOnCuda);
+    return x;
+  };
+  for (const char *entry : {"cuMemAlloc_v2", "cuMemcpyHtoD", "cuLaunchKernel", "cuMemcpyDtoH"}) {
+    int failed = 0;
+    for (long long after : {0, 1, 2, 3, 5, 8, 13}) {
+      SCOPED_TRACE(std::string(entry) + " after " + std::to_string(after));
+      const long long live = hpipe_fake_cuda_live_allocations();
+      hpipe_fake_cuda_fail(entry, after, 2);  // twice: a failed allocation is tried again
+      try {
+        run();
+      } catch (const Error &e) {
+        EXPECT_EQ(std::string(e.what()).rfind("hpipe::", 0), 0u) << e.what();
+        failed++;
+      }
+      hpipe_fake_cuda_fail("", 0, 0);
+      EXPECT_EQ(hpipe_fake_cuda_live_allocations(), live);
+      EXPECT_FALSE(has_nan(run().view()));
+    }
+    EXPECT_GE(failed, 2) << entry;  // the failure points that fall within a run
+  }
 }
 
 TEST_F(FakeCuda, RepeatedCallsHoldNoMoreDeviceMemory) {
