@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "block_cache.h"
 #include "call.h"
 #include "kernels.h"
 #include "nd_index.h"
@@ -132,13 +133,10 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
   });
 }
 
-// A dense C-order copy of a host view.
+// The elements of a host view, in C order, into `next`.
 template <class T, int N>
-Array<std::remove_const_t<T>, N> dense_copy(const View<T, N> &v) {
-  Array<std::remove_const_t<T>, N> a(v.shape());
-  std::remove_const_t<T> *next = a.data();
+void copy_dense(const View<T, N> &v, std::remove_const_t<T> *next) {
   for_each_index(v.shape(), [&](const auto &index) { *next++ = v.data()[offset_of(index, v.strides())]; });
-  return a;
 }
 
 template <class T, int N>
@@ -195,7 +193,7 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
       rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / (kRowLanes * 256), 1, 16 * workers);
   const std::int64_t blocks = n / (segments * kRowLanes), covered = segments * blocks * kRowLanes;
   // Partial results: (row, segment, lane).
-  Array<double, 2> partial({rows * segments, kRowLanes});
+  const detail::ScratchArray<double, 2> partial({rows * segments, kRowLanes});
   auto reduce = [&](const T *first, std::int64_t outer, std::int64_t outer_stride, double *into) {
     Call call(op, options);
     auto xa = call.input("x", View<const T, 3>(first, {outer, blocks, kRowLanes}, {outer_stride, kRowLanes, 1}));
@@ -247,12 +245,13 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
       fail(op, "x",
            "in CUDA memory, the dimensions before and after the axis must each merge into one (C-order "
            "within each group)");
-    const auto copy = dense_copy(x);
-    return logsumexp_impl<T, N>(copy.view(), axis, out, options);
+    const detail::ScratchArray<T, N> copy(x.shape());
+    copy_dense(x, copy.data());
+    return logsumexp_impl<T, N>(View<const T, N>(copy.view()), axis, out, options);
   }
   if (!oo.ok || !oi.ok) {
     if (out.memory() != Memory::host) fail(op, "out", "in CUDA memory, it must be C-order dense");
-    Array<T, N - 1> tmp(out.shape());
+    const detail::ScratchArray<T, N - 1> tmp(out.shape());
     logsumexp_impl<T, N>(x, axis, tmp.view(), options);
     const T *next = tmp.data();
     for_each_index(out.shape(), [&](const auto &index) { out.data()[offset_of(index, out.strides())] = *next++; });
@@ -265,7 +264,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     // Short or strided rows along the last axis: the kernel vectorizes across its inner
     // dimension, so give it the transpose, (n, outer), made in cache-sized blocks (one extra pass).
     const std::int64_t n = x.shape(axis), rows = xo.extent;
-    Array<T, 2> t({n, rows});
+    const detail::ScratchArray<T, 2> t({n, rows});
     constexpr std::int64_t kBlock = 64;
     for (std::int64_t r0 = 0; r0 < rows; r0 += kBlock)
       for (std::int64_t c0 = 0; c0 < n; c0 += kBlock)

@@ -3,10 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <functional>
 #include <limits>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -308,20 +305,12 @@ void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<
       std::swap(s.aux, s.aux_next);
     }
   };
-  // The state from the block cache: a run after another reuses mapped memory (fresh pages fault).
-  const auto state_bytes = [](const auto &shape) {
-    return sizeof(T) *
-           static_cast<std::size_t>(std::accumulate(shape.begin(), shape.end(), std::int64_t(1), std::multiplies<>()));
-  };
-  const auto scratch_view = [](const detail::ScratchBlock &block, const auto &shape) {
-    return View<T, std::tuple_size_v<std::decay_t<decltype(shape)>>>(static_cast<T *>(block.data()), shape);
-  };
   if (!cuda) {
-    const detail::ScratchBlock cur(state_bytes(x.shape())), next(state_bytes(x.shape()));
-    const detail::ScratchBlock aux(state_bytes(aux_shape)), aux_next(state_bytes(aux_shape));
-    std::memset(aux.data(), 0, state_bytes(aux_shape));  // aux starts at 0
-    return run({y, mask, phi.view()}, {scratch_view(cur, x.shape()), scratch_view(next, x.shape()),
-                                       scratch_view(aux, aux_shape), scratch_view(aux_next, aux_shape)});
+    // From the block cache: a run after another reuses mapped memory (fresh pages fault).
+    const detail::ScratchArray<T, 4> cur(x.shape()), next(x.shape());
+    const detail::ScratchArray<T, AuxRank> aux(aux_shape), aux_next(aux_shape);
+    std::fill_n(aux.data(), aux.view().size(), T(0));  // aux starts at 0
+    return run({y, mask, phi.view()}, {cur.view(), next.view(), aux.view(), aux_next.view()});
   }
   using detail::DeviceArray;
   const View<const T, 3> m = mask.view();
@@ -336,9 +325,9 @@ void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<
   const Mask<T> device_mask = mask.per_band() ? Mask<T>(mask_copy->view<const T, 3>(m_shape))
                                               : Mask<T>(mask_copy->view<const T, 2>({m_shape[1], m_shape[2]}));
   // Only aux's first values are read before they are written: zeros.
-  const detail::ScratchBlock zeros(state_bytes(aux_shape));
-  std::memset(zeros.data(), 0, state_bytes(aux_shape));
-  const DeviceArray aux(op, View<const T, AuxRank>(scratch_view(zeros, aux_shape)), options);
+  const detail::ScratchArray<T, AuxRank> zeros(aux_shape);
+  std::fill_n(zeros.data(), zeros.view().size(), T(0));
+  const DeviceArray aux(op, View<const T, AuxRank>(zeros.view()), options);
   const DeviceArray cur(op, halide_type_of<T>(), x.shape(), options), next(op, halide_type_of<T>(), x.shape(), options);
   const DeviceArray aux_next(op, halide_type_of<T>(), aux_shape, options);
   run({y_copy.view<const T, 3>(y.shape()), device_mask, phi_copy.view<const T, 2>(phi.shape())},
