@@ -64,6 +64,20 @@ TEST(Array, OwnsZeroedElementsAndHandsOutViews) {
   EXPECT_EQ(moved.shape(), (std::array<std::int64_t, 2>{0, 0}));  // NOLINT(bugprone-use-after-move)
 }
 
+// Element storage is 64-byte aligned; from detail::kHugePagesFrom on, 2 MiB-aligned (marked for
+// transparent huge pages), as the kernels and first touches want it.
+TEST(Array, StorageIsAlignedLargeOnesToHugePages) {
+  const auto address = [](const void *p) { return reinterpret_cast<std::uintptr_t>(p); };
+  for (std::int64_t n : {1, 3, 17, 1000}) EXPECT_EQ(address(Array<float, 1>({n}).data()) % 64, 0u) << n;
+  const std::int64_t large = std::int64_t(detail::kHugePagesFrom / sizeof(double)) + 5;
+  const Array<double, 1> a({large});
+  EXPECT_EQ(address(a.data()) % (std::uintptr_t(2) << 20), 0u);
+  EXPECT_EQ(a.data()[large - 1], 0.0);  // zeroed, as every Array
+  void *empty = detail::allocate_host(0);
+  EXPECT_NE(empty, nullptr);
+  detail::free_host(empty);
+}
+
 TEST(Mask, SharedMaskBroadcastsOverBands) {
   Array<float, 2> m({4, 6});
   const Mask<float> shared(m.view());

@@ -569,12 +569,11 @@ py::object Call::scalar(double value, py::handle out) {
 }
 
 py::array new_numpy(DType dtype, const std::vector<std::int64_t> &shape, const std::vector<std::int64_t> &strides) {
-  constexpr std::align_val_t kAlignment = CacheLineAllocator<float>::kAlignment;
   const std::size_t itemsize = dtype == DType::f32 ? sizeof(float) : sizeof(double);
   std::size_t bytes = itemsize;
   for (auto e : shape) bytes *= static_cast<std::size_t>(e);
-  void *data = ::operator new(bytes ? bytes : 1, kAlignment);
-  py::capsule owner(data, [](void *p) { ::operator delete(p, kAlignment); });
+  void *data = hpipe::detail::allocate_host(bytes);  // as Arrays are: aligned, large ones in huge pages
+  py::capsule owner(data, [](void *p) { hpipe::detail::free_host(p); });
   const py::dtype type = dtype == DType::f32 ? py::dtype::of<float>() : py::dtype::of<double>();
   std::vector<py::ssize_t> byte_strides;
   for (auto s : strides) byte_strides.push_back(static_cast<py::ssize_t>(s * itemsize));

@@ -1,6 +1,7 @@
 #include "block_cache.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -65,8 +66,12 @@ void *cached_malloc(void *, std::size_t size) {
       return user_pointer(base);
     }
   }
-  void *base = std::malloc(rounded + 2 * kAlignment);
-  if (!base) return nullptr;
+  void *base = nullptr;
+  try {
+    base = allocate_host(rounded + 2 * kAlignment);  // large blocks in huge pages
+  } catch (const std::bad_alloc &) {
+    return nullptr;
+  }
   header(user_pointer(base)) = Block{rounded, base};
   return user_pointer(base);
 }
@@ -77,17 +82,29 @@ void cached_free(void *, void *user) {
   if (b.size >= kLarge && b.size <= kCacheLimit) {
     std::lock_guard<std::mutex> lock(mutex);
     while (cached_count > 0 && (cached_bytes + b.size > kCacheLimit || cached_count == kCacheBlocks)) {
-      std::free(cached[0].base);
+      free_host(cached[0].base);
       remove_cached(0);
     }
     cached[cached_count++] = b;
     cached_bytes += b.size;
     return;
   }
-  std::free(b.base);
+  free_host(b.base);
 }
 
 }  // namespace
+
+void *allocate_host(std::size_t bytes) {
+  constexpr std::size_t kHugePage = std::size_t(2) << 20, kCacheLine = 64;
+  const bool huge = bytes >= kHugePagesFrom;
+  void *data = nullptr;
+  if (posix_memalign(&data, huge ? kHugePage : kCacheLine, bytes ? bytes : 1) != 0) throw std::bad_alloc();
+  // Within the allocation's own pages; a kernel without transparent huge pages says no, harmlessly.
+  if (huge) madvise(data, (bytes + 4095) / 4096 * 4096, MADV_HUGEPAGE);
+  return data;
+}
+
+void free_host(void *data) noexcept { std::free(data); }
 
 ScratchBlock::ScratchBlock(std::size_t bytes) : data_(cached_malloc(nullptr, bytes)) {
   if (!data_) throw std::bad_alloc();

@@ -41,6 +41,14 @@ std::int64_t checked_product(const char *what, const std::array<std::int64_t, Ra
   return n;
 }
 
+// Host memory for elements, 64-byte aligned; from kHugePagesFrom bytes on, aligned to 2 MiB and
+// marked for transparent huge pages (as NumPy marks its large arrays), so that first touching a
+// new array faults once per 2 MiB rather than once per 4 KiB. std::bad_alloc when it cannot;
+// free_host releases either kind.
+constexpr std::size_t kHugePagesFrom = std::size_t(4) << 20;
+void *allocate_host(std::size_t bytes);
+void free_host(void *data) noexcept;
+
 }  // namespace detail
 
 // Where a view's data lives: host memory, or CUDA device memory the caller allocated.
@@ -107,16 +115,16 @@ class View {
 
 // Storage aligned to 64 bytes (a cache line, an AVX-512 vector): the kernels stream whole vectors,
 // and a misaligned one splits every vector load and store across two lines (BM_exp_f32 on 10^8
-// elements: 62-65 ms with malloc's 16-byte alignment, 48-50 ms aligned).
+// elements: 62-65 ms with malloc's 16-byte alignment, 48-50 ms aligned); large ones in huge pages
+// (detail::allocate_host).
 template <class T>
 struct CacheLineAllocator {
   using value_type = T;
-  static constexpr std::align_val_t kAlignment{64};
   CacheLineAllocator() = default;
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U> &) {}  // NOLINT
-  T *allocate(std::size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), kAlignment)); }
-  void deallocate(T *p, std::size_t) { ::operator delete(p, kAlignment); }
+  T *allocate(std::size_t n) { return static_cast<T *>(detail::allocate_host(n * sizeof(T))); }
+  void deallocate(T *p, std::size_t) { detail::free_host(p); }
   friend bool operator==(const CacheLineAllocator &, const CacheLineAllocator &) { return true; }
   friend bool operator!=(const CacheLineAllocator &, const CacheLineAllocator &) { return false; }
 };
