@@ -379,6 +379,29 @@ TEST_F(FakeCuda, ReconstructionDriverFailuresAreErrorsThatLeakNothing) {
   }
 }
 
+// A whole run's views are checked as a kernel's before any copy: a y whose stride is past 2^31
+// elements was copied to the device with the stride cut to 32 bits (a crash) where the CPU refuses it.
+TEST_F(FakeCuda, ReconstructionRefusesWhatAKernelWouldBeforeCopying) {
+  const std::int64_t C = 3, H = 9, W = 10;
+  const auto mask = random_array<float, 2>({H, W}, 14, 0.1, 1.0);
+  const auto rows = random_array<float, 2>({H, W + (C - 1) * 2}, 15);
+  // Two items (H, W') apart by 2^31 elements: the view never reads between them.
+  const View<const float, 3> y(rows.data(), {2, H, W + (C - 1) * 2}, {std::int64_t(1) << 31, W + (C - 1) * 2, 1});
+  auto x = poisoned<float, 4>({2, C, H, W});
+  ReconParams params;
+  params.iterations = 2;
+  for (const Options &options : {kOnCuda, Options{Device::cpu}}) {
+    try {
+      gap_tv(y, Mask<float>(mask.view()), params, x.view(), {}, options);
+      ADD_FAILURE() << "no error";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find("hpipe::gap_tv: y: dimension 0 exceeds 2^31"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(has_nan(x.view()));  // untouched
+}
+
 TEST_F(FakeCuda, RepeatedCallsHoldNoMoreDeviceMemory) {
   const auto x = random_array<float, 3>({4, 30, 41}, 7);
   auto y = poisoned<float, 3>({4, 30, 41});

@@ -73,7 +73,10 @@ def _run(function, *args):
         in_float32 = _in_float32(args)
         if all(cast is given for cast, given in zip(in_float32, args)):
             raise
-    return _apply(function, in_float32)
+    try:
+        return _apply(function, in_float32)
+    except TypeError as error:  # its message names the types after the cast: say so
+        raise TypeError(f"{error} (inside torch.autocast, float16 and bfloat16 tensors are taken as float32)") from None
 
 
 def _apply(function, args):

@@ -466,8 +466,11 @@ DeviceArray::DeviceArray(const char *op, halide_type_t type, int rank, const std
   int status;
   if (data) {
     std::vector<halide_dimension_t> dims;
-    for (int d = rank - 1; d >= 0; d--)
+    for (int d = rank - 1; d >= 0; d--) {
+      if (std::abs(strides[d]) > kInt32Max)  // the op checks its views as a Call does first
+        throw std::logic_error(std::string("hpipe::") + op + ": DeviceArray of a view with a stride past 2^31");
       dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(strides[d]), 0});
+    }
     const Halide::Runtime::Buffer<void> host(type, const_cast<void *>(data), rank, dims.data());
     copy_elements(*host.raw_buffer(), *buffer_.raw_buffer());
     buffer_.set_host_dirty(true);

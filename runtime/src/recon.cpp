@@ -249,6 +249,11 @@ std::pair<Array<T, 2>, bool> prepare(const char *op, ReconMethod method, View<co
   check_host(call, "y", y);
   check_host(call, "mask", mask.view());
   check_host(call, "x", x);
+  // Each view's extents, strides and span as a kernel takes them, before any copy of it is made
+  // (on CUDA, y goes to the device before any kernel sees it).
+  call.input("y", y);
+  call.input("mask", mask.view());
+  call.output("x", x);
   const bool cuda = call.uses_cuda();  // resolved here, so that its errors name this op, not the first kernel's
   detail::check_kernel_buffer<T>(op, "x", x.shape());  // before Phi's allocation
   // x is written only by the last iteration's kernel: check it against the inputs before any work.

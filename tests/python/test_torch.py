@@ -293,6 +293,14 @@ def test_autocast_leaves_float32_and_float64_alone_and_mixes_with_a_float32_aper
     assert aperture.grad is not None and aperture.grad.dtype == torch.float32
 
 
+def test_autocast_mixing_low_precision_and_float64_says_what_it_cast():
+    x, mask, _ = cassi_inputs(2, "width", False, "cpu")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.raises(TypeError, match=r"mask: expected float32 like x, got float64 \(inside torch.autocast, "
+                                            r"float16 and bfloat16 tensors are taken as float32\)"):
+            ht.cassi_forward(x.bfloat16(), mask)
+
+
 def test_low_precision_outside_autocast_is_refused_naming_the_argument():
     x, mask, _ = cassi_inputs(2, "width", False, "cpu")
     for low in (torch.float16, torch.bfloat16):

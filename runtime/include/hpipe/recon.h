@@ -27,9 +27,10 @@
 // TV step are fused; the cube is read twice (for A x and for the data step) and written once.
 //
 // Backends: Options choose CPU or CUDA per kernel call. The views of a whole run (gap_tv, admm_tv,
-// reconstruct) must be host memory (CUDA memory is refused). On CUDA a run copies y, the mask, Phi and its state to the
-// device once and the result back once; its iterations work in device memory (with a callback, each also brings back A
-// x for the residual). The step functions take views where they are, host or CUDA memory.
+// reconstruct) must be host memory (CUDA memory is refused). On CUDA a run copies y, the mask and
+// Phi to the device once, keeps its state there (only its auxiliary array's zeros are copied) and
+// copies the result back once; with a callback and report_residual, each iteration also brings
+// back A x for the residual. The step functions take views where they are, host or CUDA memory.
 //
 // Accuracy: every operation is in the element type; in float32 the TV's per-pixel divisor is the
 // hardware reciprocal estimate refined by one Newton step (a few ulp). Against a double-precision implementation of
