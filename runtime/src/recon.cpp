@@ -414,27 +414,39 @@ double ssim_impl(View<const T, 2> a, View<const T, 2> t, double data_range) {
     fail("ssim", "estimate", "expected an image of at least 11 x 11 (the window), got " + shape_string(a.shape()));
   const auto g = gaussian_window();
   const std::int64_t Wv = W - 10, Hv = H - 10;
-  // Rows filtered first: five moments per valid column, then columns.
-  std::vector<std::array<double, 5>> rows(static_cast<std::size_t>(H * Wv));
-  for (std::int64_t h = 0; h < H; h++)
-    for (std::int64_t w = 0; w < Wv; w++) {
-      std::array<double, 5> m{};
-      for (int i = 0; i < 11; i++) {
-        const double x = a(h, w + i), y = t(h, w + i);
-        m[0] += g[i] * x, m[1] += g[i] * y, m[2] += g[i] * x * x, m[3] += g[i] * y * y, m[4] += g[i] * x * y;
+  // The five moments x, y, x^2, y^2, x y filtered along rows, as planes (H, Wv), then along columns
+  // a row at a time; every inner loop runs along w over contiguous doubles, which the compiler
+  // vectorizes (28 bands of 256 x 256 from Python: 77 -> 44 ms against five moments per pixel).
+  constexpr int kMoments = 5;
+  std::vector<double> x(static_cast<std::size_t>(W)), y(x.size());
+  std::vector<double> rows(static_cast<std::size_t>(kMoments * H * Wv), 0.0);
+  const auto plane = [&](int k, std::int64_t h) { return rows.data() + (k * H + h) * Wv; };
+  for (std::int64_t h = 0; h < H; h++) {
+    for (std::int64_t w = 0; w < W; w++) x[w] = a(h, w), y[w] = t(h, w);
+    double *mx = plane(0, h), *my = plane(1, h), *mxx = plane(2, h), *myy = plane(3, h), *mxy = plane(4, h);
+    for (int i = 0; i < 11; i++)
+      for (std::int64_t w = 0; w < Wv; w++) {
+        const double xv = x[w + i], yv = y[w + i], gi = g[i];
+        mx[w] += gi * xv, my[w] += gi * yv, mxx[w] += gi * xv * xv, myy[w] += gi * yv * yv, mxy[w] += gi * xv * yv;
       }
-      rows[h * Wv + w] = m;
-    }
+  }
   const double c1 = (0.01 * data_range) * (0.01 * data_range), c2 = (0.03 * data_range) * (0.03 * data_range);
+  std::vector<double> m(static_cast<std::size_t>(kMoments * Wv));
   double total = 0;
-  for (std::int64_t h = 0; h < Hv; h++)
+  for (std::int64_t h = 0; h < Hv; h++) {
+    std::fill(m.begin(), m.end(), 0.0);
+    for (int i = 0; i < 11; i++)
+      for (int k = 0; k < kMoments; k++) {
+        const double *from = plane(k, h + i);
+        double *into = m.data() + k * Wv;
+        for (std::int64_t w = 0; w < Wv; w++) into[w] += g[i] * from[w];
+      }
+    const double *mx = m.data(), *my = mx + Wv, *mxx = my + Wv, *myy = mxx + Wv, *mxy = myy + Wv;
     for (std::int64_t w = 0; w < Wv; w++) {
-      std::array<double, 5> m{};
-      for (int i = 0; i < 11; i++)
-        for (int j = 0; j < 5; j++) m[j] += g[i] * rows[(h + i) * Wv + w][j];
-      const double vx = m[2] - m[0] * m[0], vy = m[3] - m[1] * m[1], cxy = m[4] - m[0] * m[1];
-      total += ((2 * m[0] * m[1] + c1) * (2 * cxy + c2)) / ((m[0] * m[0] + m[1] * m[1] + c1) * (vx + vy + c2));
+      const double vx = mxx[w] - mx[w] * mx[w], vy = myy[w] - my[w] * my[w], cxy = mxy[w] - mx[w] * my[w];
+      total += ((2 * mx[w] * my[w] + c1) * (2 * cxy + c2)) / ((mx[w] * mx[w] + my[w] * my[w] + c1) * (vx + vy + c2));
     }
+  }
   return total / double(Hv * Wv);
 }
 
