@@ -23,7 +23,7 @@ namespace {
 
 const std::vector<Option> kCommon = {
     {"--device", nullptr, "cpu|cuda|auto", "where kernels run (default auto: CUDA when a GPU is usable)"},
-    {"--threads", nullptr, "N", "CPU worker threads (default: all cores)"},
+    {"--threads", nullptr, "N", "CPU worker threads, for kernels and PNG encoding (default: all cores)"},
     {"--quiet", "-q", nullptr, "print nothing but errors"},
     {"--verbose", "-v", nullptr, "say what is read, computed and written, with times (on stderr)"},
     {"--json", nullptr, nullptr, "print a machine-readable summary on stdout (shapes, times, bytes)"},

@@ -6,6 +6,7 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "errors.h"
 #include "file.h"
@@ -130,16 +131,22 @@ struct ReadStructs {
 };
 
 struct WriteJob {
-  FILE *file;
+  std::vector<unsigned char> *encoded;  // the file's bytes, appended
   const unsigned char *pixels;
   png_uint_32 width, height;
   int bit_depth;
   char range_text[80];  // "" when none
 };
 
+void append_bytes(png_structp png, png_bytep data, png_size_t n) {
+  auto *encoded = static_cast<std::vector<unsigned char> *>(png_get_io_ptr(png));
+  encoded->insert(encoded->end(), data, data + n);
+}
+void flush_nothing(png_structp) {}
+
 bool write_rows(png_structp png, png_infop info, const WriteJob *job, png_bytepp rows) {
   if (setjmp(png_jmpbuf(png))) return false;
-  png_init_io(png, job->file);
+  png_set_write_fn(png, job->encoded, append_bytes, flush_nothing);
   png_set_user_limits(png, kPngMaxSide, kPngMaxSide);
   png_set_IHDR(png, info, job->width, job->height, job->bit_depth, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
                PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
@@ -231,9 +238,16 @@ void write_png(const std::string &path, const RawArray &image, const std::option
 }
 
 void write_png(OutputFile &out, const RawArray &image, const std::optional<ValueRange> &range) {
-  const std::string &path = out.target();
+  const std::vector<unsigned char> encoded = encode_png(out.target(), image, range);
+  out.write(encoded.data(), encoded.size());
+  out.close();
+}
+
+std::vector<unsigned char> encode_png(const std::string &path, const RawArray &image,
+                                      const std::optional<ValueRange> &range) {
+  std::vector<unsigned char> encoded;
   WriteJob job{};
-  job.file = out.get();
+  job.encoded = &encoded;
   job.pixels = image.bytes.data();
   job.height = static_cast<png_uint_32>(image.shape.at(0));
   job.width = static_cast<png_uint_32>(image.shape.at(1));
@@ -249,7 +263,7 @@ void write_png(OutputFile &out, const RawArray &image, const std::optional<Value
   w.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &s, on_error, on_warning);
   if (!w.png || !(w.info = png_create_info_struct(w.png))) throw Failure(path + ": out of memory starting libpng");
   if (!write_rows(w.png, w.info, &job, rows.data())) throw Failure(path + ": cannot write PNG: " + s.message);
-  out.close();
+  return encoded;
 }
 
 }  // namespace hpipe::cli

@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "array.h"
 #include "file.h"
@@ -35,5 +36,9 @@ PngImage read_png(InputFile &in);
 // `image` is (H, W) of uint8 or uint16, each side at most kPngMaxSide.
 void write_png(const std::string &path, const RawArray &image, const std::optional<ValueRange> &range);
 void write_png(OutputFile &out, const RawArray &image, const std::optional<ValueRange> &range);  // closes `out`
+// The PNG file's bytes, made in memory (no file touched: threads may encode planes side by side);
+// `path` names the file in errors.
+std::vector<unsigned char> encode_png(const std::string &path, const RawArray &image,
+                                      const std::optional<ValueRange> &range);
 
 }  // namespace hpipe::cli

@@ -12,13 +12,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <system_error>
+#include <thread>
 #include <type_traits>
 
 #include "errors.h"
 #include "file.h"
+#include "hpipe/device.h"
 #include "io_mat.h"
 #include "io_npy.h"
 
@@ -441,7 +445,8 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
     span = r.hi * halve - r.lo * halve;
   }
   const std::int64_t per_plane = element_count(plan.plane_shape);
-  for (std::int64_t p = 0; p < planes; p++) {
+  // Plane p in the output's type; adds its values that do not fit to `clipped`.
+  const auto convert = [&](std::int64_t p, std::int64_t &clipped) {
     RawArray a;
     a.shape = plan.plane_shape;
     a.dtype = report.type;
@@ -456,7 +461,7 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
       if (integer) {
         const double q = std::nearbyint(v);
         const double c = std::isnan(q) ? 0 : std::clamp(q, 0.0, top);
-        report.clipped += !(q == c);
+        clipped += !(q == c);
         if (a.dtype == DType::u8) {
           *dst = static_cast<unsigned char>(c);
         } else {
@@ -465,16 +470,59 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
         }
       } else if (a.dtype == DType::f32) {
         const auto f = static_cast<float>(v);
-        report.clipped += std::isfinite(v) && !std::isfinite(f);  // past float's range: +-inf
+        clipped += std::isfinite(v) && !std::isfinite(f);  // past float's range: +-inf
         std::memcpy(dst, &f, 4);
       } else {
         std::memcpy(dst, &v, 8);
       }
     }
-    if (png) {
-      OutputFile file(outputs.destination(first + std::size_t(p)));
-      write_png(file, a, report.range);
-    } else {
+    return a;
+  };
+  if (png) {
+    // PNG planes are converted and deflated on hpipe's worker count of threads, a round of planes at
+    // a time, in memory (most of a stack's writing time: 28 planes of 256 x 256, 200 of 208 ms of
+    // `hpipe cassi pinv` on one thread); the files are written here, in order, so that no thread but
+    // this one touches the file system while a stop signal may remove the temporaries.
+    const std::int64_t round = std::max(1, hpipe::num_threads());
+    for (std::int64_t first_plane = 0; first_plane < planes; first_plane += round) {
+      const std::int64_t n = std::min(round, planes - first_plane);
+      std::vector<std::vector<unsigned char>> encoded(static_cast<std::size_t>(n));
+      std::vector<std::int64_t> clipped(static_cast<std::size_t>(n), 0);
+      std::vector<std::int64_t> sizes(static_cast<std::size_t>(n), 0);
+      std::vector<std::exception_ptr> failures(static_cast<std::size_t>(n));
+      const auto encode = [&](std::int64_t k) {
+        const std::int64_t p = first_plane + k;
+        try {
+          const RawArray a = convert(p, clipped[k]);
+          sizes[k] = static_cast<std::int64_t>(a.bytes.size());
+          encoded[k] = encode_png(outputs.destination(first + std::size_t(p)).target, a, report.range);
+        } catch (...) {
+          failures[k] = std::current_exception();
+        }
+      };
+      std::vector<std::thread> helpers;
+      for (std::int64_t k = 1; k < n; k++) {
+        try {
+          helpers.emplace_back(encode, k);
+        } catch (const std::system_error &) {  // no thread to be had: this one does it
+          encode(k);
+        }
+      }
+      encode(0);
+      for (std::thread &t : helpers) t.join();
+      for (std::int64_t k = 0; k < n; k++) {
+        if (failures[k]) std::rethrow_exception(failures[k]);
+        OutputFile file(outputs.destination(first + std::size_t(first_plane + k)));
+        file.write(encoded[k].data(), encoded[k].size());
+        file.close();
+        report.clipped += clipped[k];
+        report.bytes_written += sizes[k];
+        if (tick) tick(first_plane + k + 1, planes);
+      }
+    }
+  } else {
+    for (std::int64_t p = 0; p < planes; p++) {
+      RawArray a = convert(p, report.clipped);
       if (!pattern) a.shape = shape;
       if (whole_file) {
         std::vector<Destination> files;
@@ -484,9 +532,9 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
         OutputFile file(outputs.destination(first + std::size_t(p)));
         write_npy(file, options.file.layout == Layout::hwc && !pattern ? chw_to_hwc(a) : a);
       }
+      report.bytes_written += static_cast<std::int64_t>(a.bytes.size());
+      if (tick) tick(p + 1, planes);
     }
-    report.bytes_written += static_cast<std::int64_t>(a.bytes.size());
-    if (tick) tick(p + 1, planes);
   }
   report.files = targets;
   return report;
