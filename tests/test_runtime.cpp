@@ -386,13 +386,14 @@ TEST(AllocatingForms, CheckTheirArgumentsBeforeAllocating) {
   EXPECT_HPIPE_ERROR(hpipe::exp(View<const float, 2>(p, {-1, 3})), "hpipe::exp: x: every dimension must be at least 0");
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(View<const float, 2>(p, {3, -1}), 0),
                      "hpipe::logsumexp: x: every dimension must be at least 0");
-  // A reconstruction into the caller's x: Phi is not allocated for an x the kernels cannot take.
+  // A reconstruction into the caller's x: Phi is not allocated for views the kernels cannot take
+  // (y, as large as x, is checked first).
   std::vector<float> out(16);
   const std::int64_t side = 1 << 20;
   EXPECT_HPIPE_ERROR(
       hpipe::gap_tv(View<const float, 3>(p, {1, side, side + 2}), Mask<float>(View<const float, 2>(p, {side, side})),
                     ReconParams{}, View<float, 4>(out.data(), {1, 3, side, side}), {}, {Device::cpu}),
-      "hpipe::gap_tv: x: spans more than 2 GiB");
+      "hpipe::gap_tv: y: spans more than 2 GiB");
 }
 
 TEST(EmptyArrays, EveryOpGivesNumPysResult) {
