@@ -234,15 +234,24 @@ TEST_F(FakeCuda, CallersStreamOrdersTheWork) {
 
 // Every family's calls on host arrays, on the default stream and on a caller's: each output element
 // comes back, inputs are unchanged (and no copy back overtakes the caller's stream: TearDown).
-class FakeCudaStreams : public FakeCuda, public ::testing::WithParamInterface<bool> {};
+class FakeCudaStreams : public FakeCuda, public ::testing::WithParamInterface<bool> {
+ protected:
+  // kOnCuda, on the caller's stream for the second instance.
+  Options on_cuda() {
+    Options o = kOnCuda;
+    if (GetParam()) o.cuda_stream = &stream_storage_;
+    return o;
+  }
+  static constexpr std::int64_t B = 2, C = 3, H = 11, W = 13;
+  const Dispersion d{2, Axis::width};
+
+ private:
+  int stream_storage_ = 0;
+};
 INSTANTIATE_TEST_SUITE_P(DefaultAndCallers, FakeCudaStreams, ::testing::Bool());
 
 TEST_P(FakeCudaStreams, EveryFamilyOnHostArrays) {
-  int stream_storage = 0;
-  Options on_cuda = kOnCuda;
-  if (GetParam()) on_cuda.cuda_stream = &stream_storage;
-  const std::int64_t B = 2, C = 3, H = 11, W = 13;
-  const Dispersion d{2, Axis::width};
+  const Options on_cuda = this->on_cuda();
   const auto cube = random_array<float, 4>({B, C, H, W}, 4);
   const auto mask = random_array<float, 2>({H, W}, 5);
   const auto measurement = random_array<float, 3>({B, H, W + (C - 1) * 2}, 6);
@@ -294,11 +303,7 @@ TEST_P(FakeCudaStreams, EveryFamilyOnHostArrays) {
 // progress callback each iteration brings back only its measurement A x (nothing without
 // report_residual). Nothing stays allocated.
 TEST_P(FakeCudaStreams, ReconstructionStateStaysOnTheDevice) {
-  int stream_storage = 0;
-  Options on_cuda = kOnCuda;
-  if (GetParam()) on_cuda.cuda_stream = &stream_storage;
-  const std::int64_t B = 2, C = 3, H = 11, W = 13;
-  const Dispersion d{2, Axis::width};
+  const Options on_cuda = this->on_cuda();
   const auto measurement = random_array<float, 3>({B, H, W + (C - 1) * 2}, 5);
   const auto shared = random_array<float, 2>({H, W}, 6, 0.1, 1.0);
   const auto per_band = random_array<float, 3>({C, H, W}, 7, 0.1, 1.0);
