@@ -9,11 +9,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iterator>
 #include <limits>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -142,6 +145,32 @@ TEST(Threads, LoweringTheCountTakesEffectAfterKernelsRan) {
   }
   EXPECT_EQ(0, std::memcmp(one.data(), two.data(), sizeof(double) * one.size()));
   halide_set_custom_do_task(default_do_task);
+  set_num_threads(before);
+}
+
+// The pool's workers hold the signals sent to the process, so that the application's handlers run
+// on its own threads (the hpipe tool's handler, run on a worker, removed temporaries while the main
+// thread renamed them). Read from /proc: every thread but this one has SIGINT and SIGTERM blocked.
+TEST(Threads, WorkersLeaveProcessSignalsToTheApplication) {
+  const int before = num_threads();
+  set_num_threads(4);
+  const auto x = random_array<double, 1>({1 << 21}, 4, -3.0, 3.0);
+  Array<double, 1> y({1 << 21});
+  hpipe::erf(x.view(), y.view(), {Device::cpu});  // the pool has its workers
+  const auto blocked = [](const std::string &status_file) {
+    std::ifstream status(status_file);
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("SigBlk:", 0) == 0) return std::stoull(line.substr(7), nullptr, 16);
+    return ~0ull;
+  };
+  const std::uint64_t stop = (1ull << (SIGINT - 1)) | (1ull << (SIGTERM - 1));
+  int workers = 0;
+  for (const auto &task : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (task.path().filename() == std::to_string(getpid())) continue;  // the main thread
+    EXPECT_EQ(blocked(task.path() / "status") & stop, stop) << task.path();
+    workers++;
+  }
+  EXPECT_GE(workers, 1);
   set_num_threads(before);
 }
 

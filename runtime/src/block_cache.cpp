@@ -22,7 +22,7 @@ constexpr std::size_t kCacheBlocks = 64;         // blocks kept, at most
 
 struct Block {
   std::size_t size;  // usable bytes after the header
-  void *base;        // what malloc returned
+  void *base;        // what malloc (or allocate_host, for huge blocks) returned
 };
 
 // The free blocks, oldest first, in storage that is never destroyed: a std::vector here would be
@@ -42,7 +42,8 @@ void remove_cached(std::size_t i) {
 // The usable bytes start at the first multiple of kAlignment at least kAlignment bytes after the
 // start; the header in front of them holds the size and the start. Blocks come from plain malloc,
 // aligned here: glibc serves aligned_alloc on a slow path of its own (for a small kernel call's
-// scratch, a third of the call), malloc's small sizes from per-thread caches.
+// scratch, a third of the call), malloc's small sizes from per-thread caches. Blocks of
+// kHugePagesFrom bytes and more come from allocate_host, in huge pages.
 void *user_pointer(void *base) {
   const std::uintptr_t start = reinterpret_cast<std::uintptr_t>(base) + kAlignment;
   return reinterpret_cast<void *>((start + kAlignment - 1) / kAlignment * kAlignment);
@@ -66,12 +67,16 @@ void *cached_malloc(void *, std::size_t size) {
       return user_pointer(base);
     }
   }
+  const std::size_t bytes = rounded + 2 * kAlignment;
   void *base = nullptr;
-  try {
-    base = allocate_host(rounded + 2 * kAlignment);  // large blocks in huge pages
-  } catch (const std::bad_alloc &) {
-    return nullptr;
+  if (bytes < kHugePagesFrom) {
+    base = std::malloc(bytes);
+  } else {
+    try {
+      base = allocate_host(bytes);
+    } catch (const std::bad_alloc &) {}
   }
+  if (!base) return nullptr;
   header(user_pointer(base)) = Block{rounded, base};
   return user_pointer(base);
 }
@@ -82,14 +87,14 @@ void cached_free(void *, void *user) {
   if (b.size >= kLarge && b.size <= kCacheLimit) {
     std::lock_guard<std::mutex> lock(mutex);
     while (cached_count > 0 && (cached_bytes + b.size > kCacheLimit || cached_count == kCacheBlocks)) {
-      free_host(cached[0].base);
+      std::free(cached[0].base);  // malloc and allocate_host memory alike
       remove_cached(0);
     }
     cached[cached_count++] = b;
     cached_bytes += b.size;
     return;
   }
-  free_host(b.base);
+  std::free(b.base);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 // and that many less one workers of its pool, which take its tasks in turn from one counter.
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <array>
@@ -143,13 +144,24 @@ class ThreadPool {
     }
   }
 
+  // Signals sent to the process go to the application's own threads, never to these: a handler
+  // run here races the thread it was written for (the hpipe tool's removal of its temporaries ran
+  // on a worker while the main thread renamed them). Faults, and the profilers' timer signals, stay.
+  static void block_process_signals() {
+    sigset_t process_signals;
+    sigemptyset(&process_signals);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH})
+      sigaddset(&process_signals, sig);
+    pthread_sigmask(SIG_BLOCK, &process_signals, nullptr);
+  }
+
   // Starts workers up to `count`; returns how many there are (fewer where the system refuses a
   // thread: the loop then runs on those, never an exception through Halide's code).
   int ensure_workers(int count) {
     while (started_ < count) {
       try {
         std::thread([this, id = started_] { work(id); }).detach();
-      } catch (const std::system_error &) {
+      } catch (...) {  // std::system_error, or std::bad_alloc for the thread's state
         break;
       }
       started_++;
@@ -158,6 +170,7 @@ class ThreadPool {
   }
 
   void work(int id) {
+    block_process_signals();
     in_loop = true;
     std::uint64_t seen = 0;  // the last generation this worker waited past
     for (;;) {

@@ -27,21 +27,6 @@ std::string folder_of(const std::string &path) {
   return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Stops SIGINT, SIGTERM and SIGHUP for its lifetime: the signal handler walks the output sets.
-class StopSignalsHeld {
- public:
-  StopSignalsHeld() {
-    sigset_t stop;
-    sigemptyset(&stop);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
-    sigprocmask(SIG_BLOCK, &stop, &before_);
-  }
-  ~StopSignalsHeld() { sigprocmask(SIG_SETMASK, &before_, nullptr); }
-
- private:
-  sigset_t before_;
-};
-
 // mkdir -p, adding the folders it made to `made` (parents first).
 void make_folders(const std::string &dir, std::vector<std::string> &made) {
   if (dir.empty() || is_directory(dir)) return;
@@ -135,6 +120,15 @@ bool untouched_for_an_hour(const std::string &path) {
 }
 
 }  // namespace
+
+StopSignalsHeld::StopSignalsHeld() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, sig);
+  pthread_sigmask(SIG_BLOCK, &stop, &before_);
+}
+
+StopSignalsHeld::~StopSignalsHeld() { pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
 
 InputFile::InputFile(const std::string &path) : path_(path) {
   if (is_directory(path)) throw Failure(path + ": is a directory, expected a file");

@@ -1,6 +1,8 @@
 // Files for the hpipe tool: checked reads and writes, and outputs that appear atomically.
 #pragma once
 
+#include <signal.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -67,6 +69,20 @@ class OutputFile {
 bool same_file(const std::string &a, const std::string &b);
 bool exists(const std::string &path);
 bool is_directory(const std::string &path);
+
+// Holds SIGINT, SIGTERM and SIGHUP in the calling thread for its lifetime (they wait, pending), and
+// in every thread started meanwhile for good: the stop handler (OutputSet) walks the output sets,
+// and must run on the thread that writes and renames them, nowhere else.
+class StopSignalsHeld {
+ public:
+  StopSignalsHeld();
+  ~StopSignalsHeld();
+  StopSignalsHeld(const StopSignalsHeld &) = delete;
+  StopSignalsHeld &operator=(const StopSignalsHeld &) = delete;
+
+ private:
+  sigset_t before_;
+};
 
 // The outputs of one command: each is written to a temporary file beside its target
 // (.NAME.hpipe-HOST-PID.tmp) and renamed onto it only by commit(), after all were written;

@@ -246,6 +246,8 @@ void write_png(OutputFile &out, const RawArray &image, const std::optional<Value
 std::vector<unsigned char> encode_png(const std::string &path, const RawArray &image,
                                       const std::optional<ValueRange> &range) {
   std::vector<unsigned char> encoded;
+  // Deflate can grow incompressible pixels a little, and PNG adds a filter byte a row and chunks.
+  encoded.reserve(image.bytes.size() + image.bytes.size() / 64 + std::size_t(image.shape.at(0)) + 1024);
   WriteJob job{};
   job.encoded = &encoded;
   job.pixels = image.bytes.data();

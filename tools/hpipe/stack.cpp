@@ -482,8 +482,12 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
     // PNG planes are converted and deflated on hpipe's worker count of threads, a round of planes at
     // a time, in memory (most of a stack's writing time: 28 planes of 256 x 256, 200 of 208 ms of
     // `hpipe cassi pinv` on one thread); the files are written here, in order, so that no thread but
-    // this one touches the file system while a stop signal may remove the temporaries.
-    const std::int64_t round = std::max(1, hpipe::num_threads());
+    // this one touches the file system while a stop signal may remove the temporaries. A plane in
+    // flight holds its converted pixels and its file's bytes: rounds stay within kPngBytesInFlight.
+    constexpr std::int64_t kPngBytesInFlight = std::int64_t(128) << 20;
+    const std::int64_t plane_bytes = std::max<std::int64_t>(1, per_plane * std::int64_t(size_of(report.type)));
+    const std::int64_t round =
+        std::clamp<std::int64_t>(kPngBytesInFlight / (2 * plane_bytes), 1, std::max(1, hpipe::num_threads()));
     for (std::int64_t first_plane = 0; first_plane < planes; first_plane += round) {
       const std::int64_t n = std::min(round, planes - first_plane);
       std::vector<std::vector<unsigned char>> encoded(static_cast<std::size_t>(n));
@@ -501,11 +505,15 @@ WriteReport write_stack(const std::string &output, const Shape &shape, const hpi
         }
       };
       std::vector<std::thread> helpers;
-      for (std::int64_t k = 1; k < n; k++) {
-        try {
-          helpers.emplace_back(encode, k);
-        } catch (const std::system_error &) {  // no thread to be had: this one does it
-          encode(k);
+      helpers.reserve(static_cast<std::size_t>(n - 1));
+      {
+        const StopSignalsHeld held;  // the helpers start with them held, for good
+        for (std::int64_t k = 1; k < n; k++) {
+          try {
+            helpers.emplace_back(encode, k);
+          } catch (...) {  // no thread to be had (std::system_error, std::bad_alloc): this one does it
+            encode(k);
+          }
         }
       }
       encode(0);
