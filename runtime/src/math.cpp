@@ -11,6 +11,7 @@
 #include "call.h"
 #include "kernels.h"
 #include "nd_index.h"
+#include "thread_pool.h"
 
 namespace hpipe {
 
@@ -262,15 +263,27 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     return logsumexp_rows(op, x.data(), xo.extent, xo.stride, x.shape(axis), out.data(), oo.stride, options);
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
     // Short or strided rows along the last axis: the kernel vectorizes across its inner
-    // dimension, so give it the transpose, (n, outer), made in cache-sized blocks (one extra pass).
+    // dimension, so give it the transpose, (n, outer), made in cache-sized blocks (one extra pass)
+    // on hpipe's worker threads, a run of kTaskRows rows a task.
     const std::int64_t n = x.shape(axis), rows = xo.extent;
     const detail::ScratchArray<T, 2> t({n, rows});
-    constexpr std::int64_t kBlock = 64;
-    for (std::int64_t r0 = 0; r0 < rows; r0 += kBlock)
-      for (std::int64_t c0 = 0; c0 < n; c0 += kBlock)
-        for (std::int64_t r = r0; r < std::min(rows, r0 + kBlock); r++)
-          for (std::int64_t c = c0; c < std::min(n, c0 + kBlock); c++)
-            t.data()[c * rows + r] = x.data()[r * xo.stride + c * x.stride(axis)];
+    struct Transpose {
+      const T *x;
+      std::int64_t row_stride, column_stride, n, rows;
+      T *t;
+    } work{x.data(), xo.stride, x.stride(axis), n, rows, t.data()};
+    constexpr std::int64_t kBlock = 64, kTaskRows = 16 * kBlock;
+    const halide_task_t transpose_rows = [](void *, int task, std::uint8_t *closure) {
+      const Transpose &w = *reinterpret_cast<const Transpose *>(closure);
+      const std::int64_t first = std::int64_t(task) * kTaskRows, end = std::min(w.rows, first + kTaskRows);
+      for (std::int64_t r0 = first; r0 < end; r0 += kBlock)
+        for (std::int64_t c0 = 0; c0 < w.n; c0 += kBlock)
+          for (std::int64_t r = r0; r < std::min(end, r0 + kBlock); r++)
+            for (std::int64_t c = c0; c < std::min(w.n, c0 + kBlock); c++)
+              w.t[c * w.rows + r] = w.x[r * w.row_stride + c * w.column_stride];
+      return 0;
+    };
+    detail::run_tasks(transpose_rows, static_cast<int>((rows + kTaskRows - 1) / kTaskRows), &work, num_threads());
     Call call(op, options);
     auto xa = call.input("x", View<const T, 3>(t.data(), {1, n, rows}));
     auto oa = call.output("out", View<T, 2>(out.data(), {1, rows}, {0, oo.stride}, out.memory()));

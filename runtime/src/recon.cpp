@@ -484,11 +484,7 @@ BandQuality band_quality_impl(View<const T, 3> a, View<const T, 3> t) {
     }
     return 0;
   };
-  const detail::RunTask call = [](void *uc, halide_task_t task, int c, std::uint8_t *closure) {
-    return task(uc, c, closure);
-  };
-  detail::run_parallel_loop(call, nullptr, one_band, 0, static_cast<int>(bands),
-                            reinterpret_cast<std::uint8_t *>(&work), num_threads());
+  detail::run_tasks(one_band, static_cast<int>(bands), &work, num_threads());
   if (work.failure) std::rethrow_exception(work.failure);
   for (std::int64_t c = 0; c < bands; c++) {
     q.mean_psnr += q.psnr[c] / double(bands);

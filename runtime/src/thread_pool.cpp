@@ -279,5 +279,11 @@ int run_parallel_loop(RunTask run_task, void *user_context, halide_task_t task, 
   pool->release();
   return status;
 }
+int run_tasks(halide_task_t task, int count, void *closure, int threads) {
+  const RunTask direct = [](void *user_context, halide_task_t f, int index, std::uint8_t *c) {
+    return f(user_context, index, c);
+  };
+  return run_parallel_loop(direct, nullptr, task, 0, count, static_cast<std::uint8_t *>(closure), threads);
+}
 }  // namespace detail
 }  // namespace hpipe

@@ -16,4 +16,9 @@ using RunTask = int (*)(void *user_context, halide_task_t task, int index, std::
 int run_parallel_loop(RunTask run_task, void *user_context, halide_task_t task, int min, int size,
                       std::uint8_t *closure, int threads);
 
+// task(nullptr, i, closure) for i in 0 .. count - 1 on at most `threads` threads (num_threads()):
+// the runtime's own loops beside the kernels (a transpose, per-band quality). Returns the first
+// failed task's status, or 0.
+int run_tasks(halide_task_t task, int count, void *closure, int threads);
+
 }  // namespace hpipe::detail
