@@ -258,7 +258,6 @@ std::pair<Array<T, 2>, bool> prepare(const char *op, ReconMethod method, View<co
   call.input("mask", mask.view());
   call.output("x", x);
   const bool cuda = call.uses_cuda();  // resolved here, so that its errors name this op, not the first kernel's
-  detail::check_kernel_buffer<T>(op, "x", x.shape());  // before Phi's allocation
   // x is written only by the last iteration's kernel: check it against the inputs before any work.
   detail::check_disjoint(op, "x", x, "y", y);
   detail::check_disjoint(op, "x", x, "mask", mask.view());
