@@ -146,18 +146,29 @@ class ThreadPool {
 
   // Signals sent to the process go to the application's own threads, never to these: a handler
   // run here races the thread it was written for (the hpipe tool's removal of its temporaries ran
-  // on a worker while the main thread renamed them). Faults, and the profilers' timer signals, stay.
-  static void block_process_signals() {
-    sigset_t process_signals;
-    sigemptyset(&process_signals);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH})
-      sigaddset(&process_signals, sig);
-    pthread_sigmask(SIG_BLOCK, &process_signals, nullptr);
-  }
+  // on a worker while the main thread renamed them). Held in the starting thread while a worker
+  // starts, so that the worker is born with them held (set in the worker, one could arrive first).
+  // Faults, and the profilers' timer signals, stay.
+  class ProcessSignalsHeld {
+   public:
+    ProcessSignalsHeld() {
+      sigset_t process_signals;
+      sigemptyset(&process_signals);
+      for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH})
+        sigaddset(&process_signals, sig);
+      pthread_sigmask(SIG_BLOCK, &process_signals, &before_);
+    }
+    ~ProcessSignalsHeld() { pthread_sigmask(SIG_SETMASK, &before_, nullptr); }
+
+   private:
+    sigset_t before_;
+  };
 
   // Starts workers up to `count`; returns how many there are (fewer where the system refuses a
   // thread: the loop then runs on those, never an exception through Halide's code).
   int ensure_workers(int count) {
+    if (started_ >= count) return count;  // every loop asks: no system call then
+    const ProcessSignalsHeld held;
     while (started_ < count) {
       try {
         std::thread([this, id = started_] { work(id); }).detach();
@@ -170,7 +181,6 @@ class ThreadPool {
   }
 
   void work(int id) {
-    block_process_signals();
     in_loop = true;
     std::uint64_t seen = 0;  // the last generation this worker waited past
     for (;;) {
