@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cuda_memory.h"
 #include "reference/recon_reference.h"
 #include "test_util.h"
 
@@ -211,6 +212,48 @@ TYPED_TEST(ReconTyped, GapAndAdmmMatchReferenceOnCuda) {
   vectorial.iterations = 8;
   check_method<TypeParam>(ReconMethod::gap_tv, vectorial, Device::cuda);
   check_method<TypeParam>(ReconMethod::admm_tv, vectorial, Device::cuda);
+}
+
+// A run given CUDA memory (y, a per-band mask and x on the device) computes what the same run on
+// host arrays does on CUDA, bit for bit, residuals too.
+TYPED_TEST(ReconTyped, RunsOnCudaMemoryMatchHostArraysOnCuda) {
+  using T = TypeParam;
+  if (!cuda_available()) GTEST_SKIP() << "no usable GPU: " << cuda_unavailable_reason();
+  const SmallScene scene;
+  const CassiProblem &p = scene.p;
+  const auto y = measurement_of<T>(p, reference::cassi_forward(p, to_doubles(scene.truth), to_doubles(scene.mask)));
+  Array<T, 3> mask({p.C, p.H, p.W});
+  for (std::int64_t c = 0; c < p.C; c++)  // per band: each band's mask the shared one scaled
+    for (std::int64_t i = 0; i < p.H * p.W; i++)
+      mask.data()[c * p.H * p.W + i] = static_cast<T>(scene.mask.data()[i] * (1.0 - 0.05 * double(c)));
+  DeviceMemory y_dev(y.data(), y.size() * sizeof(T)), mask_dev(mask.data(), mask.size() * sizeof(T));
+  DeviceMemory x_dev(nullptr, p.B * p.C * p.H * p.W * sizeof(T));
+  ReconParams params;
+  params.dispersion = {p.step, Axis::width};
+  params.iterations = 6;
+  for (ReconMethod method : {ReconMethod::gap_tv, ReconMethod::admm_tv}) {
+    SCOPED_TRACE(to_string(method));
+    const auto run = [&](View<const T, 3> y_view, const Mask<T> &m, View<T, 4> x, std::vector<double> &residuals) {
+      const auto progress = [&](const IterationInfo &info) { residuals.push_back(info.residual); };
+      if (method == ReconMethod::gap_tv) {
+        gap_tv(y_view, m, params, x, progress, {Device::cuda});
+      } else {
+        admm_tv(y_view, m, params, x, progress, {Device::cuda});
+      }
+    };
+    auto on_host = poisoned<T, 4>({p.B, p.C, p.H, p.W});
+    std::vector<double> host_residuals, device_residuals;
+    run(y.view(), Mask<T>(mask.view()), on_host.view(), host_residuals);
+    run(View<const T, 3>(static_cast<const T *>(y_dev.get()), y.shape(), Memory::cuda),
+        Mask<T>(View<const T, 3>(static_cast<const T *>(mask_dev.get()), mask.shape(), Memory::cuda)),
+        View<T, 4>(static_cast<T *>(x_dev.get()), on_host.shape(), Memory::cuda), device_residuals);
+    synchronize_cuda();
+    auto on_device = poisoned<T, 4>(on_host.shape());
+    x_dev.copy_to(on_device.data(), on_device.size() * sizeof(T));
+    EXPECT_EQ(to_doubles(on_device), to_doubles(on_host));
+    EXPECT_EQ(device_residuals, host_residuals);
+    ASSERT_EQ(host_residuals.size(), 6u);
+  }
 }
 
 // GAP-TV and ADMM-TV in double on random scenes of `p` with `mask`: the result after `iterations`,

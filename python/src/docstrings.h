@@ -148,8 +148,8 @@ inline constexpr const char *kTvDenoise =
     "skimage.restoration.denoise_tv_chambolle(x[b], weight, max_num_iter=iterations, eps=0,\n"
     "channel_axis=0) (iterations n makes n - 1 dual steps). vectorial=True couples the bands\n"
     "(Bresson & Chan's vectorial TV).\n\n"
-    "x: (B, C, H, W); returns the same shape. Host memory only. Accuracy: every operation in the\n"
-    "element type (float32's divisor: a reciprocal estimate refined by one Newton step).\n" HPIPE_ARRAYS
+    "x: (B, C, H, W); returns the same shape. Accuracy: every operation in the element type\n"
+    "(float32's divisor: a reciprocal estimate refined by one Newton step).\n" HPIPE_ARRAYS
     "\nExample:\n"
     "    >>> smooth = hpipe.tv_denoise(noisy[None], weight=0.1, iterations=10)\n";
 
@@ -160,7 +160,8 @@ inline constexpr const char *kTvDenoise =
   "callback(info): called after every iteration with an hpipe.IterationInfo (iteration,\n"           \
   "iterations, residual); an exception it raises (or Ctrl-C) ends the run and leaves out= as it\n"   \
   "was (only the last iteration writes it). progress: draw a progress bar on stderr. Returns x\n"    \
-  "(B, C, H, W). Host memory only.\n"                                                                \
+  "(B, C, H, W). On CUDA tensors the whole run stays on the device (a callback's residual brings\n" \
+  "A x back every iteration).\n"                                                                    \
   "Accuracy: float32 residuals within 1e-5 relative of a float64 run after 20 iterations.\n"
 
 inline constexpr const char *kGapTv =

@@ -207,7 +207,9 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
       fail(name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride");
     b.dims[i] = {0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0};
   }
-  if (data == nullptr && !b.empty) fail(name, "data pointer is null");  // an empty torch.Tensor's may be
+  if (data == nullptr && !b.empty) fail(name, "data pointer is null");          // an empty torch.Tensor's may be
+  if (memory == Memory::cuda && !b.empty && rank > 0 && b.dims[0].stride != 1)  // kernels take it in place
+    fail(name, "a view in CUDA memory needs an innermost stride of 1");
   if (is_output) check_output_layout(op_, name, rank, shape, strides);
   b.bytes = footprint(data, type.bytes(), rank, shape, strides, memory);
   if (b.bytes.last - b.bytes.first > std::uintptr_t(kMostKernelBufferBytes))
@@ -341,7 +343,6 @@ void Call::prepare() {
     if (b.empty) continue;
     const int rank = b.rank;
     if (b.memory == Memory::cuda) {
-      if (b.dims[0].stride != 1) fail(b.name, "a view in CUDA memory needs an innermost stride of 1");
       b.caller = Halide::Runtime::Buffer<void>(b.type, nullptr, rank, b.dims.data());
       wrap_device_pointer(&context_, b.caller.raw_buffer(), b.data);
       b.on_device = true;
@@ -446,6 +447,34 @@ void Call::finish(int status) {
   }
   for (auto &b : buffers_)
     if (b.is_output && b.dense.data()) copy_elements(*b.dense.raw_buffer(), *b.caller.raw_buffer());
+}
+
+void copy_to_host(const char *op, halide_type_t type, int rank, const std::int64_t *shape, const void *device,
+                  const std::int64_t *device_strides, void *host, const std::int64_t *host_strides,
+                  const Options &options) {
+  if (has_no_elements(rank, shape)) return;
+  install_error_handler();
+  const auto halide_dims = [&](const std::int64_t *strides) {
+    std::vector<halide_dimension_t> dims;
+    for (int d = rank - 1; d >= 0; d--) {
+      if (shape[d] > kInt32Max || std::abs(strides[d]) > kInt32Max)  // the op checks its views as a Call does first
+        throw std::logic_error(std::string("hpipe::") + op + ": copy_to_host of a view past 2^31");
+      dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(strides[d]), 0});
+    }
+    return dims;
+  };
+  auto from_dims = halide_dims(device_strides), to_dims = halide_dims(host_strides);
+  CallContext context;
+  context.cuda_stream = options.cuda_stream;
+  Halide::Runtime::Buffer<void> from(type, nullptr, rank, from_dims.data()), to(type, host, rank, to_dims.data());
+  wrap_device_pointer(&context, from.raw_buffer(), const_cast<void *>(device));
+  from.raw_buffer()->set_device_dirty(true);
+  const int status = copy_device_to_host(&context, from.raw_buffer(), to.raw_buffer());
+  release_device(&context, from.raw_buffer(), true);
+  if (status != 0) {
+    const std::string why = !context.error.empty() ? context.error : "Halide error " + std::to_string(status);
+    throw Error(std::string("hpipe::") + op + ": could not copy from the GPU: " + why);
+  }
 }
 
 DeviceArray::DeviceArray(const char *op, halide_type_t type, int rank, const std::int64_t *shape, const void *data,

@@ -282,6 +282,18 @@ class Call {
   Buffers buffers_;
 };
 
+// Copies the elements of a view in CUDA memory into a host view of the same shape (either with any
+// strides), once the work queued on `options`' stream is done: for an op that reads on the host
+// what a caller gave it in device memory (a reconstruction's residual reads the measurement).
+void copy_to_host(const char *op, halide_type_t type, int rank, const std::int64_t *shape, const void *device,
+                  const std::int64_t *device_strides, void *host, const std::int64_t *host_strides,
+                  const Options &options);
+template <class T, int R>
+void copy_to_host(const char *op, const View<const T, R> &device, const View<T, R> &host, const Options &options) {
+  copy_to_host(op, halide_type_of<T>(), R, device.shape().data(), device.data(), device.strides().data(), host.data(),
+               host.strides().data(), options);
+}
+
 // An array in CUDA memory (dense, C order) for an op that runs many kernel calls over the same
 // arrays (a reconstruction's iterations): its calls then read and write device memory, where a call
 // on host views copies them to the device and back every time. Made in the context hpipe's calls

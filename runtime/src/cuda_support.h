@@ -17,6 +17,8 @@ int finish_device_output(void *context, halide_buffer_t *buffer, bool caller_dev
 int copy_to_device(void *context, halide_buffer_t *buffer);
 // Allocates device memory for `buffer` (host pointer null), uninitialised.
 int allocate_device(void *context, halide_buffer_t *buffer);
+// Copies a buffer of caller-owned device memory (wrapped) into a host buffer of the same extents.
+int copy_device_to_host(void *context, halide_buffer_t *device, halide_buffer_t *host);
 // Waits for the work queued on the call's stream (errors reported, not thrown: for destructors).
 int sync_device(void *context, halide_buffer_t *buffer);
 // Frees hpipe's device copy of a host-memory buffer, or detaches a caller's device memory.

@@ -215,6 +215,12 @@ int copy_to_device(void *context, halide_buffer_t *buffer) {
 int allocate_device(void *context, halide_buffer_t *buffer) {
   return halide_device_malloc(context, buffer, halide_cuda_device_interface());
 }
+int copy_device_to_host(void *context, halide_buffer_t *device, halide_buffer_t *host) {
+  // As finish_device_output: the copy runs on the default stream, which does not wait for a caller's.
+  if (static_cast<CallContext *>(context)->cuda_stream)
+    if (const int status = halide_device_sync(context, device)) return status;
+  return halide_buffer_copy(context, device, nullptr, host);
+}
 int sync_device(void *context, halide_buffer_t *buffer) { return halide_device_sync(context, buffer); }
 void release_device(void *context, halide_buffer_t *buffer, bool caller_device_memory) {
   if (caller_device_memory) {
@@ -228,8 +234,9 @@ void wrap_device_pointer(void *, halide_buffer_t *, void *) {
   throw Error("hpipe: CUDA memory given, but this hpipe was built without CUDA (HPIPE_CUDA=OFF)");
 }
 int finish_device_output(void *, halide_buffer_t *, bool) { return 0; }
-int copy_to_device(void *, halide_buffer_t *) { return 0; }    // no CUDA memory gets this far
-int allocate_device(void *, halide_buffer_t *) { return -1; }  // no CUDA memory gets this far
+int copy_to_device(void *, halide_buffer_t *) { return 0; }                           // no CUDA memory gets this far
+int allocate_device(void *, halide_buffer_t *) { return -1; }                         // no CUDA memory gets this far
+int copy_device_to_host(void *, halide_buffer_t *, halide_buffer_t *) { return -1; }  // as allocate_device
 int sync_device(void *, halide_buffer_t *) { return 0; }
 void release_device(void *, halide_buffer_t *, bool) {}
 #endif

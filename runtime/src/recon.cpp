@@ -74,12 +74,6 @@ void check_tv(const Call &call, const TvParams &tv) {
   if (tv.iterations < 1) call.fail("tv.iterations", "expected at least 1, got " + std::to_string(tv.iterations));
 }
 
-template <class V>
-void check_host(const Call &call, const char *name, const V &view) {
-  if (view.memory() != Memory::host)
-    call.fail(name, "must be host memory (the reconstruction keeps its state on the host), got CUDA memory");
-}
-
 // ||y - A x||_2 in double.
 template <class T>
 double residual_norm(View<const T, 3> y, View<const T, 4> x, const Mask<T> &mask, Dispersion d,
@@ -243,17 +237,13 @@ void admm_step_impl(View<const T, 4> theta, View<const T, 4> b, View<const T, 3>
            bo);
 }
 
-// Everything a whole run checks before any work; returns Phi for the mask, and whether the run's
-// kernels are CUDA's.
+// Everything a whole run checks before any work; returns whether the run's kernels are CUDA's.
 template <class T>
-std::pair<Array<T, 2>, bool> prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask,
-                                     const ReconParams &p, View<T, 4> x, const Options &options) {
+bool prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask, const ReconParams &p,
+             View<T, 4> x, const Options &options) {
   Call call(op, options);
-  check_host(call, "y", y);
-  check_host(call, "mask", mask.view());
-  check_host(call, "x", x);
   // Each view's extents, strides and span as a kernel takes them, before any copy of it is made
-  // (on CUDA, y goes to the device before any kernel sees it).
+  // (on CUDA, a y in host memory goes to the device before any kernel sees it).
   call.input("y", y);
   call.input("mask", mask.view());
   call.output("x", x);
@@ -264,10 +254,9 @@ std::pair<Array<T, 2>, bool> prepare(const char *op, ReconMethod method, View<co
   if (p.iterations < 0) call.fail("iterations", "expected at least 0, got " + std::to_string(p.iterations));
   check_dispersion(call, p.dispersion);
   const Shape3 meas = detail::measurement_of(op, "x", x.shape(), p.dispersion);
-  Array<T, 2> phi(std::array<std::int64_t, 2>{meas[1], meas[2]});
-  check_step<T>(call, method, x.shape(), "the output x", y, mask, std::as_const(phi).view(), p);
-  cassi_phi(mask, x.shape(1), p.dispersion, phi.view(), options);
-  return {std::move(phi), cuda};
+  // Phi is made after these checks, in the memory the run's kernels read: here only its shape.
+  check_step<T>(call, method, x.shape(), "the output x", y, mask, View<const T, 2>(nullptr, {meas[1], meas[2]}), p);
+  return cuda;
 }
 
 // What an iteration reads besides its state: the measurement, the mask and Phi.
@@ -288,17 +277,24 @@ struct IterationState {
 
 // The iteration GAP-TV and ADMM-TV share: x_0 = A^T y and an auxiliary state that starts at 0
 // (GAP's y1, shaped like y; ADMM's b, shaped like x), then step(inputs, x, aux, x', aux'), double-
-// buffered, the last x' written straight into x. On CUDA the inputs and aux's zeros are copied to
-// the device once and the rest of the state is allocated there, so that the steps read and write
-// device memory (on host arrays every step copied its cubes both ways, several times its kernel's
-// time).
+// buffered, the last x' written straight into x. On CUDA the inputs in host memory and aux's zeros
+// are copied to the device once (those in CUDA memory are read in place) and the rest of the state
+// is allocated there, so that the steps read and write device memory (on host arrays every step
+// copied its cubes both ways, several times its kernel's time).
 template <class T, int AuxRank, class Step>
 void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<T> &mask, const ReconParams &p,
              View<T, 4> x, const std::array<std::int64_t, AuxRank> &aux_shape, Step step,
              const IterationCallback &progress, const Options &options) {
-  const auto [phi, cuda] = prepare<T>(op, method, y, mask, p, x, options);
+  const bool cuda = prepare<T>(op, method, y, mask, p, x, options);
   const Dispersion d = p.dispersion;
   if (p.iterations == 0) return cassi_adjoint(y, mask, d, x, options);  // x_0 = A^T y
+  // The residual reads y on the host: a y in CUDA memory is copied here once.
+  std::optional<detail::ScratchArray<T, 3>> y_on_host;
+  if (progress && p.report_residual && y.memory() == Memory::cuda) {
+    y_on_host.emplace(y.shape());
+    detail::copy_to_host(op, y, y_on_host->view(), options);
+  }
+  const View<const T, 3> y_host = y_on_host ? View<const T, 3>(y_on_host->view()) : y;
   const auto run = [&](const StepInputs<T> &in, IterationState<T, AuxRank> s) {
     cassi_adjoint(in.y, in.mask, d, s.cur, options);  // x_0 = A^T y
     for (int k = 1; k <= p.iterations; k++) {
@@ -306,38 +302,49 @@ void iterate(const char *op, ReconMethod method, View<const T, 3> y, const Mask<
       step(in, s.cur, s.aux, out, s.aux_next);
       if (progress)
         progress({k, p.iterations,
-                  p.report_residual ? residual_norm<T>(y, out, in.mask, d, options)
+                  p.report_residual ? residual_norm<T>(y_host, out, in.mask, d, options)
                                     : std::numeric_limits<double>::quiet_NaN()});
       std::swap(s.cur, s.next);
       std::swap(s.aux, s.aux_next);
     }
   };
+  const std::array<std::int64_t, 2> phi_shape{y.shape(1), y.shape(2)};
   if (!cuda) {
     // From the block cache: a run after another reuses mapped memory (fresh pages fault).
+    const detail::ScratchArray<T, 2> phi(phi_shape);
+    cassi_phi(mask, x.shape(1), d, phi.view(), options);
     const detail::ScratchArray<T, 4> cur(x.shape()), next(x.shape());
     const detail::ScratchArray<T, AuxRank> aux(aux_shape), aux_next(aux_shape);
     std::fill_n(aux.data(), aux.view().size(), T(0));  // aux starts at 0
     return run({y, mask, phi.view()}, {cur.view(), next.view(), aux.view(), aux_next.view()});
   }
   using detail::DeviceArray;
-  const View<const T, 3> m = mask.view();
-  const DeviceArray y_copy(op, y, options), phi_copy(op, phi.view(), options);
-  std::optional<DeviceArray> mask_copy;  // as given: shared (H, W) or per band
-  const Shape3 m_shape = m.shape();
-  if (mask.per_band()) {
-    mask_copy.emplace(op, m, options);
-  } else {
-    mask_copy.emplace(op, View<const T, 2>(m.data(), {m_shape[1], m_shape[2]}, {m.stride(1), m.stride(2)}), options);
+  std::optional<DeviceArray> y_copy, mask_copy;
+  View<const T, 3> y_device = y;
+  if (y.memory() == Memory::host) {
+    y_copy.emplace(op, y, options);
+    y_device = y_copy->view<const T, 3>(y.shape());
   }
-  const Mask<T> device_mask = mask.per_band() ? Mask<T>(mask_copy->view<const T, 3>(m_shape))
-                                              : Mask<T>(mask_copy->view<const T, 2>({m_shape[1], m_shape[2]}));
+  Mask<T> device_mask = mask;
+  if (const View<const T, 3> m = mask.view(); m.memory() == Memory::host) {  // as given: shared (H, W) or per band
+    const Shape3 m_shape = m.shape();
+    if (mask.per_band()) {
+      mask_copy.emplace(op, m, options);
+      device_mask = Mask<T>(mask_copy->view<const T, 3>(m_shape));
+    } else {
+      mask_copy.emplace(op, View<const T, 2>(m.data(), {m_shape[1], m_shape[2]}, {m.stride(1), m.stride(2)}), options);
+      device_mask = Mask<T>(mask_copy->view<const T, 2>({m_shape[1], m_shape[2]}));
+    }
+  }
+  const DeviceArray phi(op, halide_type_of<T>(), phi_shape, options);
+  cassi_phi(device_mask, x.shape(1), d, phi.view<T, 2>(phi_shape), options);
   // Only aux's first values are read before they are written: zeros.
   const detail::ScratchArray<T, AuxRank> zeros(aux_shape);
   std::fill_n(zeros.data(), zeros.view().size(), T(0));
   const DeviceArray aux(op, View<const T, AuxRank>(zeros.view()), options);
   const DeviceArray cur(op, halide_type_of<T>(), x.shape(), options), next(op, halide_type_of<T>(), x.shape(), options);
   const DeviceArray aux_next(op, halide_type_of<T>(), aux_shape, options);
-  run({y_copy.view<const T, 3>(y.shape()), device_mask, phi_copy.view<const T, 2>(phi.shape())},
+  run({y_device, device_mask, phi.view<const T, 2>(phi_shape)},
       {cur.view<T, 4>(x.shape()), next.view<T, 4>(x.shape()), aux.view<T, AuxRank>(aux_shape),
        aux_next.view<T, AuxRank>(aux_shape)});
 }

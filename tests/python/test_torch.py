@@ -254,6 +254,29 @@ def test_forward_and_backward_on_device(device, dtype):
                                        **tolerance(dtype, bands=8))
 
 
+# --- reconstruction -------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["gap_tv", "admm_tv"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_reconstruction_of_tensors_on_their_device(method, device):
+    """gap_tv / admm_tv of tensors: a tensor on their device, as the float64 reference computes it,
+    residuals too (on CUDA the whole run stays on the device)."""
+    x = rand(B, C, H, W, device=device, seed=1)
+    mask = rand(C, H, W, device=device, low=0.1, seed=2)
+    y = hpipe.cassi_forward(x, mask, step=1)
+    kwargs = dict(iterations=4, lam=0.9, tv_weight=0.05, tv_iterations=3)
+    extra = {"gamma": 0.02} if method == "admm_tv" else {}
+    expected, residuals = getattr(ref, method)(exact(y), exact(mask), C, 1, "width", **kwargs, **extra)
+    infos = []
+    result = getattr(hpipe, method)(y, mask, bands=C, step=1, **kwargs, **extra, callback=infos.append)
+    assert result.device == y.device and result.dtype == torch.float64
+    np.testing.assert_allclose(exact(result), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose([i.residual for i in infos], residuals, rtol=1e-9)
+    out = torch.full_like(x, float("nan"))
+    assert getattr(hpipe, method)(y, mask, bands=C, step=1, **kwargs, **extra, out=out) is out
+    assert torch.equal(out, result)
+    torch.testing.assert_close(hpipe.tv_denoise(result).cpu(), hpipe.tv_denoise(result.cpu()), rtol=0, atol=1e-12)
+
+
 # --- torch.autocast -------------------------------------------------------------------------------
 # The autocast dtype each device's region takes (torch 1.13's CPU autocast takes bfloat16 only).
 AUTOCAST_DTYPE = {"cpu": torch.bfloat16, "cuda": torch.float16}

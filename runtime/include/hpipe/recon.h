@@ -2,7 +2,8 @@
 // quality measures used to judge them (PSNR, SSIM).
 //
 // Shapes (NumPy order) as in hpipe/cassi.h: measurement y (B, H, W') (or (B, H', W) along height),
-// mask (H, W) or (C, H, W), reconstructed cube x (B, C, H, W). All views are host memory.
+// mask (H, W) or (C, H, W), reconstructed cube x (B, C, H, W). Views are host or CUDA memory (see
+// Backends); psnr and ssim take host memory.
 //
 // tv_denoise   Chambolle's projection algorithm for min_u ||u - f||^2 / 2 + weight TV(u), applied to
 //              every (batch, band) image on its own, exactly as skimage.restoration.
@@ -26,11 +27,12 @@
 // One iteration is one kernel: A x, the data step (residual, divide, adjoint, update) and every
 // TV step are fused; the cube is read twice (for A x and for the data step) and written once.
 //
-// Backends: Options choose CPU or CUDA per kernel call. The views of a whole run (gap_tv, admm_tv,
-// reconstruct) must be host memory (CUDA memory is refused). On CUDA a run copies y, the mask and
-// Phi to the device once, keeps its state there (only its auxiliary array's zeros are copied) and
-// copies the result back once; with a callback and report_residual, each iteration also brings
-// back A x for the residual. The step functions take views where they are, host or CUDA memory.
+// Backends: Options choose CPU or CUDA per kernel call; a view in CUDA memory runs on CUDA. A whole
+// run (gap_tv, admm_tv, reconstruct) on CUDA reads views in CUDA memory in place and copies those
+// in host memory to the device once (y, the mask); it computes Phi and keeps its state there (only
+// its auxiliary array's zeros are copied) and writes x once, in place or copied back. With a
+// callback and report_residual, each iteration also brings back A x for the residual (and a y in
+// CUDA memory comes back once). The step functions take views where they are, host or CUDA memory.
 //
 // Accuracy: every operation is in the element type; in float32 the TV's per-pixel divisor is the
 // hardware reciprocal estimate refined by one Newton step (a few ulp). Against a double-precision implementation of
