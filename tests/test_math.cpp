@@ -651,6 +651,29 @@ TYPED_TEST(MathTyped, LogSumExpRisingAlongTheAxis) {
   check_logsumexp<T, 2>(transposed, 1);
 }
 
+// Short or strided rows along the last axis run as tasks of a few thousand rows, each transposing
+// its own: many short rows (several tasks, the last one shorter), the same into a strided out (the
+// same bits, the gaps untouched), and rows read with a column stride of 2 (long rows: tasks of 64).
+TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
+  using T = TypeParam;
+  const auto many = random_array<T, 2>({20011, 7}, 44, -30.0, 30.0);
+  check_logsumexp<T, 2>(many, 1);
+  const auto dense = hpipe::logsumexp(many.view(), 1, {Device::cpu});
+  auto spaced = poisoned<T, 1>({3 * 20011});
+  hpipe::logsumexp(many.view(), 1, View<T, 1>(spaced.data(), {20011}, {3}), {Device::cpu});
+  for (std::int64_t r = 0; r < 20011; r++) {
+    ASSERT_EQ(std::memcmp(&spaced(3 * r), &dense(r), sizeof(T)), 0) << "row " << r;
+    ASSERT_TRUE(std::isnan(spaced(3 * r + 1)) && std::isnan(spaced(3 * r + 2))) << "row " << r;
+  }
+  const auto wide = random_array<T, 2>({200, 3000}, 45, -5.0, 5.0);
+  Array<T, 2> picked({200, 1500});
+  for (std::int64_t r = 0; r < 200; r++)
+    for (std::int64_t c = 0; c < 1500; c++) picked(r, c) = wide(r, 2 * c);
+  const auto got = hpipe::logsumexp(View<const T, 2>(wide.data(), {200, 1500}, {3000, 2}), 1, {Device::cpu});
+  EXPECT_TRUE(
+      all_near(to_doubles(got), reference::logsumexp(to_doubles(picked), 200, 1500, 1), tolerance::logsumexp<T>(1500)));
+}
+
 TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {
   using T = TypeParam;
   const auto v = random_array<T, 1>({1000}, 41, -10.0, 10.0);

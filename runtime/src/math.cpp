@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -217,6 +219,65 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
   }
 }
 
+// Rows [first, end) of x (row_stride, column_stride; n columns) transposed into t (n, t_stride),
+// in square blocks that stay in L1.
+template <class T>
+void transpose_rows(const T *x, std::int64_t row_stride, std::int64_t column_stride, std::int64_t first,
+                    std::int64_t end, std::int64_t n, T *t, std::int64_t t_stride) {
+  constexpr std::int64_t kBlock = 64;
+  for (std::int64_t r0 = first; r0 < end; r0 += kBlock)
+    for (std::int64_t c0 = 0; c0 < n; c0 += kBlock)
+      for (std::int64_t r = r0; r < std::min(end, r0 + kBlock); r++)
+        for (std::int64_t c = c0; c < std::min(n, c0 + kBlock); c++)
+          t[c * t_stride + (r - first)] = x[r * row_stride + c * column_stride];
+}
+
+// logsumexp along short or strided rows on the CPU: the kernel vectorizes across its inner
+// dimension, so each task transposes a run of rows, (n, rows of the run), into scratch of its own
+// that stays in L2 for its kernel call (kShortRowsTaskBytes), on hpipe's threads. A transpose of all
+// of x before one call took a copy of x and three passes over memory instead of one (10^6 rows of
+// 10 on Zen 3: 13.4-14.8 ms, now 12.7-13.1; the kernel's own work on them bounds it,
+// docs/performance-notes.md).
+constexpr std::int64_t kShortRowsTaskBytes = std::int64_t(256) << 10;
+
+template <class T>
+void logsumexp_short_rows(const char *op, const T *x, std::int64_t rows, std::int64_t row_stride,
+                          std::int64_t column_stride, std::int64_t n, T *out, std::int64_t out_stride,
+                          const Options &options) {
+  struct Work {
+    const char *op;
+    const T *x;
+    std::int64_t rows, row_stride, column_stride, n, rows_per_task;
+    T *out;
+    std::int64_t out_stride;
+    Options options;
+    std::mutex mutex;
+    std::exception_ptr failure;  // the first task's
+  } work{op, x, rows, row_stride, column_stride, n, 0, out, out_stride, options, {}, {}};
+  // Whole vectors of at least 16 lanes a task, however long the rows.
+  work.rows_per_task = std::max<std::int64_t>(64, kShortRowsTaskBytes / (n * std::int64_t(sizeof(T))) / 64 * 64);
+  work.options.device = Device::cpu;
+  const halide_task_t task = [](void *, int index, std::uint8_t *closure) {
+    Work &w = *reinterpret_cast<Work *>(closure);
+    const std::int64_t first = std::int64_t(index) * w.rows_per_task, end = std::min(w.rows, first + w.rows_per_task);
+    try {
+      const detail::ScratchArray<T, 2> t({w.n, end - first});
+      transpose_rows(w.x, w.row_stride, w.column_stride, first, end, w.n, t.data(), end - first);
+      Call call(w.op, w.options);
+      auto xa = call.input("x", View<const T, 3>(t.data(), {1, w.n, end - first}));
+      auto oa = call.output("out", View<T, 2>(w.out + first * w.out_stride, {1, end - first}, {0, w.out_stride}));
+      call.run(MathKernels<T>::logsumexp, xa, oa);
+      return 0;
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(w.mutex);
+      if (!w.failure) w.failure = std::current_exception();
+      return 1;
+    }
+  };
+  const std::int64_t tasks = (rows + work.rows_per_task - 1) / work.rows_per_task;
+  if (detail::run_tasks(task, static_cast<int>(tasks), &work, num_threads()) != 0) std::rethrow_exception(work.failure);
+}
+
 // x as (outer, n, inner) and out as (outer, inner), NumPy order; dense copies where the strides
 // of x (or out) cannot be merged so.
 template <class T, int N>
@@ -262,9 +323,10 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   if (xi.extent == 1 && host && x.stride(axis) == 1 && x.shape(axis) >= 2 * kRowLanes)
     return logsumexp_rows(op, x.data(), xo.extent, xo.stride, x.shape(axis), out.data(), oo.stride, options);
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
-    // Short or strided rows along the last axis: the kernel vectorizes across its inner
-    // dimension, so give it the transpose, (n, outer), made in cache-sized blocks (one extra pass)
-    // on hpipe's worker threads, a run of kTaskRows rows a task.
+    if (Call probe(op, options); probe.input("x", x), probe.output("out", out), !probe.uses_cuda())
+      return logsumexp_short_rows(op, x.data(), xo.extent, xo.stride, x.stride(axis), x.shape(axis), out.data(),
+                                  oo.stride, options);
+    // On CUDA: the transpose of all rows, (n, rows), on hpipe's threads, for one call.
     const std::int64_t n = x.shape(axis), rows = xo.extent;
     const detail::ScratchArray<T, 2> t({n, rows});
     struct Transpose {
@@ -272,18 +334,15 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
       std::int64_t row_stride, column_stride, n, rows;
       T *t;
     } work{x.data(), xo.stride, x.stride(axis), n, rows, t.data()};
-    constexpr std::int64_t kBlock = 64, kTaskRows = 16 * kBlock;
-    const halide_task_t transpose_rows = [](void *, int task, std::uint8_t *closure) {
+    constexpr std::int64_t kTaskRows = 1024;
+    const halide_task_t transpose_task = [](void *, int task, std::uint8_t *closure) {
       const Transpose &w = *reinterpret_cast<const Transpose *>(closure);
-      const std::int64_t first = std::int64_t(task) * kTaskRows, end = std::min(w.rows, first + kTaskRows);
-      for (std::int64_t r0 = first; r0 < end; r0 += kBlock)
-        for (std::int64_t c0 = 0; c0 < w.n; c0 += kBlock)
-          for (std::int64_t r = r0; r < std::min(end, r0 + kBlock); r++)
-            for (std::int64_t c = c0; c < std::min(w.n, c0 + kBlock); c++)
-              w.t[c * w.rows + r] = w.x[r * w.row_stride + c * w.column_stride];
+      const std::int64_t first = std::int64_t(task) * kTaskRows;
+      transpose_rows(w.x, w.row_stride, w.column_stride, first, std::min(w.rows, first + kTaskRows), w.n, w.t + first,
+                     w.rows);
       return 0;
     };
-    detail::run_tasks(transpose_rows, static_cast<int>((rows + kTaskRows - 1) / kTaskRows), &work, num_threads());
+    detail::run_tasks(transpose_task, static_cast<int>((rows + kTaskRows - 1) / kTaskRows), &work, num_threads());
     Call call(op, options);
     auto xa = call.input("x", View<const T, 3>(t.data(), {1, n, rows}));
     auto oa = call.output("out", View<T, 2>(out.data(), {1, rows}, {0, oo.stride}, out.memory()));
