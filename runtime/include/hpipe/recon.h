@@ -106,7 +106,7 @@ void admm_tv(View<const float, 3> y, const Mask<float> &mask, const ReconParams 
 void admm_tv(View<const double, 3> y, const Mask<double> &mask, const ReconParams &params, View<double, 4> x,
              const IterationCallback &progress = {}, const Options &options = {});
 
-// Either method by name, allocating the cube (B, C, H, W) for `bands` bands.
+// Either method by name, allocating the cube (B, C, H, W) for `bands` bands in host memory.
 Array<float, 4> reconstruct(ReconMethod method, View<const float, 3> y, const Mask<float> &mask, std::int64_t bands,
                             const ReconParams &params, const IterationCallback &progress = {},
                             const Options &options = {});
