@@ -1,5 +1,6 @@
 // Reconstruction benchmarks at the size of the synthetic scene (1, 28, 256, 256), S = 2, 5 TV
-// iterations: one GAP-TV iteration, one ADMM-TV iteration, the TV denoiser alone, and a whole GAP-TV run.
+// iterations: one GAP-TV iteration, one ADMM-TV iteration, the TV denoiser alone, and a whole GAP-TV
+// run (on CUDA also with its arrays in device memory).
 // Args: C, H, W, S, TV iterations, vectorial TV (0 or 1).
 //
 // Compulsory bytes are the minimum an iteration must move: the state cubes read once and written
@@ -99,6 +100,21 @@ void BM_gap_tv_run(benchmark::State &state) {
 HPIPE_RECON_BENCH(BM_gap_tv_step);
 HPIPE_RECON_BENCH(BM_admm_tv_step);
 HPIPE_BENCHMARK(BM_gap_tv_run, ->Args({28, 256, 256, 2, 5, 0})->UseRealTime()->Unit(benchmark::kMillisecond));
+
+// The same run with y, the mask and x in CUDA memory, as CUDA tensors give them (hpipe.gap_tv from
+// PyTorch): only the auxiliary array's zeros are copied.
+void BM_cuda_gap_tv_run_in_device_memory(benchmark::State &state) {
+  ReconBench b(state);
+  b.params.iterations = kRunIterations;
+  Array<float, 4> x(b.x.shape());
+  const auto y = place_input(b.y, Device::cuda);
+  const auto mask = place_input(b.mask, Device::cuda);
+  const auto out = place_output(x, Device::cuda);
+  time_calls<Device::cuda>(
+      state, [&] { gap_tv(y.view(), Mask<float>(mask.view()), b.params, out.view(), {}, {Device::cuda}); });
+}
+HPIPE_CUDA_BENCHMARK(
+    BM_cuda_gap_tv_run_in_device_memory, ->Args({28, 256, 256, 2, 5, 0})->UseRealTime()->Unit(benchmark::kMillisecond));
 // The same pixels as 7 images of 512 x 512, whose planes outgrow a core's L2 (strips of rows).
 HPIPE_BENCHMARK(BM_tv_denoise, ->Args({28, 256, 256, 2, 5, 0})
                                    ->Args({28, 256, 256, 2, 5, 1})
