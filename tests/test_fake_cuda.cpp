@@ -416,11 +416,25 @@ TEST_P(FakeCudaStreams, ReconstructionReadsCudaMemoryInPlace) {
     return "no error";
   };
   EXPECT_EQ(refused(y, Options{Device::cpu}), "hpipe::gap_tv: y: is in CUDA memory but the device is cpu");
-  // Every other element of rows twice as long: an innermost stride of 2.
+  // Every other element of rows twice as long: an innermost stride of 2 (the backend's errors first).
   DeviceMemory wide(nullptr, measurement.size() * 2 * sizeof(float));
   const View<const float, 3> strided(static_cast<const float *>(wide.get()), {B, H, Wy}, {H * Wy * 2, Wy * 2, 2},
                                      Memory::cuda);
   EXPECT_EQ(refused(strided, on_cuda), "hpipe::gap_tv: y: a view in CUDA memory needs an innermost stride of 1");
+  EXPECT_EQ(refused(strided, Options{Device::cpu}), "hpipe::gap_tv: y: is in CUDA memory but the device is cpu");
+
+  // One item whose batch stride, never used, is past 2^31: the residual's copy of y takes it too.
+  const View<const float, 3> one_item(y.data(), {1, H, Wy}, {std::int64_t(1) << 32, Wy, 1}, Memory::cuda);
+  ReconParams params;
+  params.dispersion = d, params.iterations = 2;
+  int reported = 0;
+  auto x_one = poisoned<float, 4>({1, C, H, W});
+  gap_tv(
+      one_item, Mask<float>(shared.view()), params, x_one.view(), [&](const IterationInfo &) { reported++; }, on_cuda);
+  EXPECT_EQ(reported, 2);
+  // The same in host memory, copied to the device.
+  const View<const float, 3> host_item(measurement.data(), {1, H, Wy}, {std::int64_t(1) << 32, Wy, 1});
+  gap_tv(host_item, Mask<float>(shared.view()), params, x_one.view(), {}, on_cuda);
 }
 
 // A driver failure anywhere in a reconstruction on CUDA (placing its state, a step, a copy back): an

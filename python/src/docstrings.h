@@ -159,9 +159,9 @@ inline constexpr const char *kTvDenoise =
   "tv_denoise).\n"                                                                                   \
   "callback(info): called after every iteration with an hpipe.IterationInfo (iteration,\n"           \
   "iterations, residual); an exception it raises (or Ctrl-C) ends the run and leaves out= as it\n"   \
-  "was (only the last iteration writes it). progress: draw a progress bar on stderr. Returns x\n"    \
-  "(B, C, H, W). On CUDA tensors the whole run stays on the device (a callback's residual brings\n" \
-  "A x back every iteration).\n"                                                                    \
+  "was (only the last iteration writes it; after the last, out= is written). progress: draw a\n"     \
+  "progress bar on stderr. Returns x (B, C, H, W). On CUDA tensors the whole run stays on the\n"     \
+  "device (a callback's residual brings A x back every iteration).\n"                                \
   "Accuracy: float32 residuals within 1e-5 relative of a float64 run after 20 iterations.\n"
 
 inline constexpr const char *kGapTv =

@@ -87,6 +87,9 @@ void install_error_handler() {
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
 bool has_no_elements(int rank, const std::int64_t *shape) { return std::find(shape, shape + rank, 0) != shape + rank; }
+// The stride a kernel buffer takes for a dimension: that of a dimension of extent 1 is never used
+// (any value is taken, as NumPy does), and 1 keeps an innermost one dense.
+std::int64_t used_stride(std::int64_t extent, std::int64_t stride) { return extent == 1 ? 1 : stride; }
 
 }  // namespace
 
@@ -201,15 +204,12 @@ Call::Arg Call::add(const char *name, bool is_output, halide_type_t type, void *
   b.empty = has_no_elements(rank, shape);
   for (int i = 0; i < rank; i++) {
     const int d = rank - 1 - i;  // NumPy dimension d is Halide dimension i
-    // The stride of a dimension of extent 1 is never used; 1 keeps the innermost one dense.
-    const std::int64_t stride = shape[d] == 1 ? 1 : strides[d];
+    const std::int64_t stride = used_stride(shape[d], strides[d]);
     if (stride > kInt32Max || stride < -kInt32Max)
       fail(name, "dimension " + std::to_string(d) + " exceeds 2^31 elements in extent or stride");
     b.dims[i] = {0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0};
   }
-  if (data == nullptr && !b.empty) fail(name, "data pointer is null");          // an empty torch.Tensor's may be
-  if (memory == Memory::cuda && !b.empty && rank > 0 && b.dims[0].stride != 1)  // kernels take it in place
-    fail(name, "a view in CUDA memory needs an innermost stride of 1");
+  if (data == nullptr && !b.empty) fail(name, "data pointer is null");  // an empty torch.Tensor's may be
   if (is_output) check_output_layout(op_, name, rank, shape, strides);
   b.bytes = footprint(data, type.bytes(), rank, shape, strides, memory);
   if (b.bytes.last - b.bytes.first > std::uintptr_t(kMostKernelBufferBytes))
@@ -324,8 +324,20 @@ void Call::run_filled(double identity) {
   finish(status);
 }
 
+void Call::check_views() {
+  select_backend();
+  check_in_place();
+}
+
+void Call::check_in_place() const {
+  for (const auto &b : buffers_)
+    if (b.memory == Memory::cuda && !b.empty && b.rank > 0 && b.dims[0].stride != 1)
+      fail(b.name, "a view in CUDA memory needs an innermost stride of 1");
+}
+
 void Call::prepare() {
   select_backend();
+  check_in_place();
 
   // Outputs must not overlap any other argument in the same memory space, but for the input an
   // output_over is the view of.
@@ -457,9 +469,10 @@ void copy_to_host(const char *op, halide_type_t type, int rank, const std::int64
   const auto halide_dims = [&](const std::int64_t *strides) {
     std::vector<halide_dimension_t> dims;
     for (int d = rank - 1; d >= 0; d--) {
-      if (shape[d] > kInt32Max || std::abs(strides[d]) > kInt32Max)  // the op checks its views as a Call does first
+      const std::int64_t stride = used_stride(shape[d], strides[d]);
+      if (shape[d] > kInt32Max || std::abs(stride) > kInt32Max)  // the op checks its views as a Call does first
         throw std::logic_error(std::string("hpipe::") + op + ": copy_to_host of a view past 2^31");
-      dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(strides[d]), 0});
+      dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0});
     }
     return dims;
   };
@@ -496,9 +509,10 @@ DeviceArray::DeviceArray(const char *op, halide_type_t type, int rank, const std
   if (data) {
     std::vector<halide_dimension_t> dims;
     for (int d = rank - 1; d >= 0; d--) {
-      if (std::abs(strides[d]) > kInt32Max)  // the op checks its views as a Call does first
+      const std::int64_t stride = used_stride(shape[d], strides[d]);
+      if (std::abs(stride) > kInt32Max)  // the op checks its views as a Call does first
         throw std::logic_error(std::string("hpipe::") + op + ": DeviceArray of a view with a stride past 2^31");
-      dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(strides[d]), 0});
+      dims.push_back({0, static_cast<std::int32_t>(shape[d]), static_cast<std::int32_t>(stride), 0});
     }
     const Halide::Runtime::Buffer<void> host(type, const_cast<void *>(data), rank, dims.data());
     copy_elements(*host.raw_buffer(), *buffer_.raw_buffer());

@@ -197,6 +197,10 @@ class Call {
   const char *op() const { return op_; }
   // Whether run() will run the CUDA kernel (from the options and where the views added so far are).
   bool uses_cuda();
+  // What run() refuses of the views added so far, for an op that runs many kernels over them (a
+  // reconstruction) and so checks them before any work: the backend's errors, then a view in CUDA
+  // memory that a kernel cannot take in place.
+  void check_views();
 
   // Throws Error("hpipe::<op>: <name>: <message>").
   [[noreturn]] void fail(std::string_view name, const std::string &message) const;
@@ -260,6 +264,7 @@ class Call {
           const std::int64_t *strides, Memory memory);
   void set_same_as(Arg output, Arg input);
   void select_backend();
+  void check_in_place() const;
   bool nothing_to_compute();
   void prepare();
   // Whether the outputs, all in host memory, written in place, their pointers and outer strides

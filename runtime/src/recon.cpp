@@ -247,7 +247,8 @@ bool prepare(const char *op, ReconMethod method, View<const T, 3> y, const Mask<
   call.input("y", y);
   call.input("mask", mask.view());
   call.output("x", x);
-  const bool cuda = call.uses_cuda();  // resolved here, so that its errors name this op, not the first kernel's
+  call.check_views();  // here, so that its errors name this op, not the first kernel's
+  const bool cuda = call.uses_cuda();
   // x is written only by the last iteration's kernel: check it against the inputs before any work.
   detail::check_disjoint(op, "x", x, "y", y);
   detail::check_disjoint(op, "x", x, "mask", mask.view());

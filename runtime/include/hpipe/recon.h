@@ -3,7 +3,7 @@
 //
 // Shapes (NumPy order) as in hpipe/cassi.h: measurement y (B, H, W') (or (B, H', W) along height),
 // mask (H, W) or (C, H, W), reconstructed cube x (B, C, H, W). Views are host or CUDA memory (see
-// Backends); psnr and ssim take host memory.
+// Backends); psnr, ssim and band_quality take host memory.
 //
 // tv_denoise   Chambolle's projection algorithm for min_u ||u - f||^2 / 2 + weight TV(u), applied to
 //              every (batch, band) image on its own, exactly as skimage.restoration.
@@ -75,7 +75,8 @@ struct ReconParams {
 };
 
 // Reported after every outer iteration when a callback is given. An exception the callback throws
-// ends the run and leaves the call; x is then as it was (only the last iteration writes it).
+// ends the run and leaves the call; x is then as it was (only the last iteration writes it), unless
+// it comes after the last iteration.
 struct IterationInfo {
   int iteration;    // 1-based
   int iterations;   // of the run
