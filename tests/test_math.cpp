@@ -1,11 +1,13 @@
 // Transcendentals: ULP error against higher-precision references over the input range, special
 // values, ranks and strides, logsumexp against a scipy-like reference, and bad input.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <limits>
@@ -627,7 +629,7 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   check_logsumexp<T, 2>(x, 1);
   const auto few = random_array<T, 2>({1, 200003}, 62, -5.0, 5.0);  // one row: segments
   check_logsumexp<T, 2>(few, 1);
-  const auto many = random_array<T, 2>({301, 130}, 63, -5.0, 5.0);  // rows of 8 blocks + 2
+  const auto many = random_array<T, 2>({301, 530}, 63, -5.0, 5.0);  // rows of 33 blocks + 2
   check_logsumexp<T, 2>(many, 1);
   auto v = random_array<T, 1>({1000003}, 64, -40.0, 10.0);
   v(123457) = T(12);
@@ -672,6 +674,20 @@ TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
   const auto got = hpipe::logsumexp(View<const T, 2>(wide.data(), {200, 1500}, {3000, 2}), 1, {Device::cpu});
   EXPECT_TRUE(
       all_near(to_doubles(got), reference::logsumexp(to_doubles(picked), 200, 1500, 1), tolerance::logsumexp<T>(1500)));
+
+  // Rows far apart: x spans more than a kernel buffer may (2 GiB), but only the tasks' transposes
+  // are kernel buffers. Address space only: a page of each row is touched (no huge pages).
+  constexpr std::int64_t rows = 20000, row_stride = 32768;
+  const std::size_t bytes = std::size_t(rows * row_stride) * sizeof(T);
+  void *space = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(space, MAP_FAILED);
+  const std::unique_ptr<void, std::function<void(void *)>> unmap(space, [bytes](void *p) { munmap(p, bytes); });
+  madvise(space, bytes, MADV_NOHUGEPAGE);
+  T *far = static_cast<T *>(space);
+  const auto near = random_array<T, 2>({rows, 10}, 46, -5.0, 5.0);
+  for (std::int64_t r = 0; r < rows; r++) std::copy_n(&near(r, 0), 10, far + r * row_stride);
+  const auto far_result = hpipe::logsumexp(View<const T, 2>(far, {rows, 10}, {row_stride, 1}), 1, {Device::cpu});
+  EXPECT_EQ(to_doubles(far_result), to_doubles(hpipe::logsumexp(near.view(), 1, {Device::cpu})));
 }
 
 TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {

@@ -167,6 +167,12 @@ int normalized_axis(const char *op, int axis) {
 // One AVX-512 vector of float32: 10^4 rows of 10^4 took 34 ms, against 42 with 32 lanes and 55 with 64
 // (JIT, 2-core Zen 4, 2026-11-24).
 constexpr std::int64_t kRowLanes = 16;
+// Rows shorter than this take the short rows' path below: the partial kernel computes a whole chunk
+// of 32 blocks of kRowLanes (512 elements) for any shorter row, and each of a row's partial results
+// costs an exp in the combine. 4 x 10^6 float32 elements as rows of n on the Zen 3 VM (from Python,
+// medians of 31 calls, 2026-11-29), lanes / short rows' path: n = 32 67 / 4-5 ms, 128 13.8 / 3.3-3.5,
+// 256 6.5 / 4.0-5.6, 512 3.7-4.3 / 4.1, 1024 2.7-3.6 / 4.1-4.2.
+constexpr std::int64_t kLeastLanesRow = 512;
 
 // scipy's rule on one row of partial results (and elements), in double.
 double logsumexp_of(const std::vector<double> &v) {
@@ -232,6 +238,15 @@ void transpose_rows(const T *x, std::int64_t row_stride, std::int64_t column_str
           t[c * t_stride + (r - first)] = x[r * row_stride + c * column_stride];
 }
 
+// Elements of a row of `count` in scratch that is read or written a column at a time: an odd
+// number of cache lines, so that consecutive rows fall in different L1 sets (rows 4 KiB apart all
+// fall in one: 64 floats transposed 1024 rows at a time ran 2x slower than 48, docs/performance-notes.md).
+std::int64_t padded_row(std::int64_t count, std::size_t element_bytes) {
+  const std::int64_t line = 64 / static_cast<std::int64_t>(element_bytes);
+  const std::int64_t lines = (count + line - 1) / line;
+  return (lines % 2 == 0 ? lines + 1 : lines) * line;
+}
+
 // logsumexp along short or strided rows on the CPU: the kernel vectorizes across its inner
 // dimension, so each task transposes a run of rows, (n, rows of the run), into scratch of its own
 // that stays in L2 for its kernel call (kShortRowsTaskBytes), on hpipe's threads. A transpose of all
@@ -254,17 +269,25 @@ void logsumexp_short_rows(const char *op, const T *x, std::int64_t rows, std::in
     std::mutex mutex;
     std::exception_ptr failure;  // the first task's
   } work{op, x, rows, row_stride, column_stride, n, 0, out, out_stride, options, {}, {}};
-  // Whole vectors of at least 16 lanes a task, however long the rows.
-  work.rows_per_task = std::max<std::int64_t>(64, kShortRowsTaskBytes / (n * std::int64_t(sizeof(T))) / 64 * 64);
+  // At most kShortRowsTaskBytes, and at least 4 tasks a thread where there are rows enough (a task's
+  // kernel runs serially in it; the last round of tasks leaves threads idle), in whole vectors of
+  // 64 rows however long the rows.
+  constexpr std::int64_t kVectorRows = 64, kTasksPerThread = 4;
+  const std::int64_t by_bytes = kShortRowsTaskBytes / (n * std::int64_t(sizeof(T))) / kVectorRows * kVectorRows;
+  const std::int64_t tasks_wanted = kTasksPerThread * num_threads();
+  const std::int64_t by_threads =
+      ((rows + tasks_wanted - 1) / tasks_wanted + kVectorRows - 1) / kVectorRows * kVectorRows;
+  work.rows_per_task = std::max(kVectorRows, std::min(by_bytes, by_threads));
   work.options.device = Device::cpu;
   const halide_task_t task = [](void *, int index, std::uint8_t *closure) {
     Work &w = *reinterpret_cast<Work *>(closure);
     const std::int64_t first = std::int64_t(index) * w.rows_per_task, end = std::min(w.rows, first + w.rows_per_task);
     try {
-      const detail::ScratchArray<T, 2> t({w.n, end - first});
-      transpose_rows(w.x, w.row_stride, w.column_stride, first, end, w.n, t.data(), end - first);
+      const std::int64_t count = end - first, t_stride = padded_row(count, sizeof(T));
+      const detail::ScratchArray<T, 2> t({w.n, t_stride});
+      transpose_rows(w.x, w.row_stride, w.column_stride, first, end, w.n, t.data(), t_stride);
       Call call(w.op, w.options);
-      auto xa = call.input("x", View<const T, 3>(t.data(), {1, w.n, end - first}));
+      auto xa = call.input("x", View<const T, 3>(t.data(), {1, w.n, count}, {0, t_stride, 1}));
       auto oa = call.output("out", View<T, 2>(w.out + first * w.out_stride, {1, end - first}, {0, w.out_stride}));
       call.run(MathKernels<T>::logsumexp, xa, oa);
       return 0;
@@ -320,10 +343,12 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     return;
   }
   const bool host = x.memory() == Memory::host && out.memory() == Memory::host;
-  if (xi.extent == 1 && host && x.stride(axis) == 1 && x.shape(axis) >= 2 * kRowLanes)
+  if (xi.extent == 1 && host && x.stride(axis) == 1 && x.shape(axis) >= kLeastLanesRow)
     return logsumexp_rows(op, x.data(), xo.extent, xo.stride, x.shape(axis), out.data(), oo.stride, options);
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
-    if (Call probe(op, options); probe.input("x", x), probe.output("out", out), !probe.uses_cuda())
+    // The backend from out (x is host memory, which runs anywhere; only the tasks' transposes of it
+    // are kernel buffers, so its span may pass a kernel's limits).
+    if (Call probe(op, options); probe.output("out", out), !probe.uses_cuda())
       return logsumexp_short_rows(op, x.data(), xo.extent, xo.stride, x.stride(axis), x.shape(axis), out.data(),
                                   oo.stride, options);
     // On CUDA: the transpose of all rows, (n, rows), on hpipe's threads, for one call.
