@@ -51,6 +51,7 @@ ROWS = [
     ("W2 logsumexp float32, axis 1", "BM_logsumexp_f32/10000/10000/1", ("read",), "—"),
     ("W2 logsumexp float64, axis 0", "BM_logsumexp_f64/10000/10000/0", ("read",), "—"),
     ("logsumexp float32, 10⁶ rows of 10 along the last axis", "BM_logsumexp_f32/1000000/10/1", ("read",), "—"),
+    ("logsumexp float32, 125000 rows of 32 along the last axis", "BM_logsumexp_f32/125000/32/1", ("read",), "—"),
 ]
 REFERENCES = {"copy": "BM_stream_copy/512", "read": "BM_stream_read/512", "nt copy": "BM_stream_nt_copy/512",
               "nt write": "BM_stream_nt_write/512"}
