@@ -37,6 +37,7 @@ ROWS = [
     ("W1 dot 500 × 500", "BM_dot/500/500", ("read",), "faster than (a*b).sum(1)"),
     ("W1 dot 4096 × 4096", "BM_dot/4096/4096", ("read",), "≥ 80%"),
     ("W1 dot, 4 long rows", "BM_dot/4/10000000", ("read",), "—"),
+    ("dot of 10⁶ 3-vectors (short rows)", "BM_dot/1000000/3", ("read",), "—"),
     ("W1 dot, transposed views 4096 × 4096", "BM_dot_transposed/4096/4096", ("read",), "—"),
     ("W3 conv1d, 10⁵ rows of 9, 7 taps each", "BM_conv1d_rows/100000/9/7", ("copy",), "≥ 60%"),
     ("W3 case A (5 rows of 5, 7 taps)", "BM_conv1d_rows/5/5/7", (), "a few µs"),

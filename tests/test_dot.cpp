@@ -144,6 +144,30 @@ TEST(DotViews, StridedAndTransposed) {
   EXPECT_TRUE(std::isnan(out_wide(2)));
 }
 
+// Short rows (fewer products than the row kernel's block) in tasks of transposed runs: many rows
+// (several tasks, the last one shorter), b read with an innermost stride of 2 or transposed, and
+// a strided out whose gaps stay untouched.
+TEST(DotViews, ShortRowsInAnyLayout) {
+  const std::int64_t n = 20011, k = 5;
+  const auto a = random_array<float, 2>({n, k}, 5, -1.0), b = random_array<float, 2>({n, k}, 6, -1.0);
+  Array<float, 2> wide({n, 2 * k}), bt({k, n});
+  for (std::int64_t i = 0; i < n; i++)
+    for (std::int64_t j = 0; j < k; j++) {
+      wide(i, 2 * j) = b(i, j);
+      wide(i, 2 * j + 1) = std::numeric_limits<float>::quiet_NaN();
+      bt(j, i) = b(i, j);
+    }
+  const auto av = to_doubles(a), bv = to_doubles(b);
+  for (const View<const float, 2> &b_view :
+       {View<const float, 2>(wide.data(), {n, k}, {2 * k, 2}), View<const float, 2>(bt.data(), {n, k}, {1, n})}) {
+    auto out_wide = poisoned<float, 1>({2 * n});
+    const View<float, 1> out(out_wide.data(), {n}, {2});
+    batched_dot(a.view(), b_view, out, {Device::cpu});
+    EXPECT_TRUE(within_dot_bound<float>(to_doubles(out), av, bv, n, k)) << "b strides " << b_view.stride(0);
+    for (std::int64_t i = 0; i < n; i++) ASSERT_TRUE(std::isnan(out_wide(2 * i + 1))) << "gap " << i;
+  }
+}
+
 TEST(DotErrors, BadArgumentsNameTheArgument) {
   const Options cpu{Device::cpu};
   const auto a = random_array<float, 2>({4, 5}, 1), b = random_array<float, 2>({4, 5}, 2);

@@ -394,12 +394,16 @@ TYPED_TEST(MathTyped, BadArguments) {
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(x.view(), 1, out.view()), "hpipe::logsumexp", "out", "expected shape (3,)",
                      "got (4,)");
   // out inside x, on the path that reads long rows in place (and on the kernel's path, axis 0).
-  auto rows = random_array<T, 2>({3, 200}, 16);
+  auto rows = random_array<T, 2>({3, 600}, 16);
   const View<const T, 2> rows_view = rows.view();
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(rows_view, 1, View<T, 1>(rows.data() + 10, {3})), "hpipe::logsumexp", "out",
                      "overlaps input x");
-  EXPECT_HPIPE_ERROR(hpipe::logsumexp(rows_view, 0, View<T, 1>(rows.data() + 10, {200})), "hpipe::logsumexp", "out",
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(rows_view, 0, View<T, 1>(rows.data() + 10, {600})), "hpipe::logsumexp", "out",
                      "overlaps input x");
+  // A null x of short rows, which are transposed before any kernel sees them.
+  auto short_out = poisoned<T, 1>({100});
+  EXPECT_HPIPE_ERROR(hpipe::logsumexp(View<const T, 2>(nullptr, {100, 10}), 1, short_out.view()), "hpipe::logsumexp",
+                     "x", "data pointer is null");
 }
 
 // In place (y the very view x is, as np.exp(x, out=x)): the bits of a call into another array, for

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include "call.h"
 #include "kernels.h"
 #include "nd_index.h"
+#include "row_runs.h"
 #include "thread_pool.h"
 
 namespace hpipe {
@@ -225,80 +224,20 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
   }
 }
 
-// Rows [first, end) of x (row_stride, column_stride; n columns) transposed into t (n, t_stride),
-// in square blocks that stay in L1.
-template <class T>
-void transpose_rows(const T *x, std::int64_t row_stride, std::int64_t column_stride, std::int64_t first,
-                    std::int64_t end, std::int64_t n, T *t, std::int64_t t_stride) {
-  constexpr std::int64_t kBlock = 64;
-  for (std::int64_t r0 = first; r0 < end; r0 += kBlock)
-    for (std::int64_t c0 = 0; c0 < n; c0 += kBlock)
-      for (std::int64_t r = r0; r < std::min(end, r0 + kBlock); r++)
-        for (std::int64_t c = c0; c < std::min(n, c0 + kBlock); c++)
-          t[c * t_stride + (r - first)] = x[r * row_stride + c * column_stride];
-}
-
-// Elements of a row of `count` in scratch that is read or written a column at a time: an odd
-// number of cache lines, so that consecutive rows fall in different L1 sets (rows 4 KiB apart all
-// fall in one: 64 floats transposed 1024 rows at a time ran 2x slower than 48, docs/performance-notes.md).
-std::int64_t padded_row(std::int64_t count, std::size_t element_bytes) {
-  const std::int64_t line = 64 / static_cast<std::int64_t>(element_bytes);
-  const std::int64_t lines = (count + line - 1) / line;
-  return (lines % 2 == 0 ? lines + 1 : lines) * line;
-}
-
 // logsumexp along short or strided rows on the CPU: the kernel vectorizes across its inner
-// dimension, so each task transposes a run of rows, (n, rows of the run), into scratch of its own
-// that stays in L2 for its kernel call (kShortRowsTaskBytes), on hpipe's threads. A transpose of all
-// of x before one call took a copy of x and three passes over memory instead of one (10^6 rows of
-// 10 on Zen 3: 13.4-14.8 ms, now 12.7-13.1; the kernel's own work on them bounds it,
-// docs/performance-notes.md).
-constexpr std::int64_t kShortRowsTaskBytes = std::int64_t(256) << 10;
-
+// dimension, so it runs on each task's transposed run of rows (detail::for_each_transposed_run).
 template <class T>
-void logsumexp_short_rows(const char *op, const T *x, std::int64_t rows, std::int64_t row_stride,
-                          std::int64_t column_stride, std::int64_t n, T *out, std::int64_t out_stride,
-                          const Options &options) {
-  struct Work {
-    const char *op;
-    const T *x;
-    std::int64_t rows, row_stride, column_stride, n, rows_per_task;
-    T *out;
-    std::int64_t out_stride;
-    Options options;
-    std::mutex mutex;
-    std::exception_ptr failure;  // the first task's
-  } work{op, x, rows, row_stride, column_stride, n, 0, out, out_stride, options, {}, {}};
-  // At most kShortRowsTaskBytes, and at least 4 tasks a thread where there are rows enough (a task's
-  // kernel runs serially in it; the last round of tasks leaves threads idle), in whole vectors of
-  // 64 rows however long the rows.
-  constexpr std::int64_t kVectorRows = 64, kTasksPerThread = 4;
-  const std::int64_t by_bytes = kShortRowsTaskBytes / (n * std::int64_t(sizeof(T))) / kVectorRows * kVectorRows;
-  const std::int64_t tasks_wanted = kTasksPerThread * num_threads();
-  const std::int64_t by_threads =
-      ((rows + tasks_wanted - 1) / tasks_wanted + kVectorRows - 1) / kVectorRows * kVectorRows;
-  work.rows_per_task = std::max(kVectorRows, std::min(by_bytes, by_threads));
-  work.options.device = Device::cpu;
-  const halide_task_t task = [](void *, int index, std::uint8_t *closure) {
-    Work &w = *reinterpret_cast<Work *>(closure);
-    const std::int64_t first = std::int64_t(index) * w.rows_per_task, end = std::min(w.rows, first + w.rows_per_task);
-    try {
-      const std::int64_t count = end - first, t_stride = padded_row(count, sizeof(T));
-      const detail::ScratchArray<T, 2> t({w.n, t_stride});
-      transpose_rows(w.x, w.row_stride, w.column_stride, first, end, w.n, t.data(), t_stride);
-      Call call(w.op, w.options);
-      auto xa = call.input("x", View<const T, 3>(t.data(), {1, w.n, count}, {0, t_stride, 1}));
-      auto oa = call.output("out", View<T, 2>(w.out + first * w.out_stride, {1, end - first}, {0, w.out_stride}));
-      call.run(MathKernels<T>::logsumexp, xa, oa);
-      return 0;
-    } catch (...) {
-      const std::lock_guard<std::mutex> lock(w.mutex);
-      if (!w.failure) w.failure = std::current_exception();
-      return 1;
-    }
-  };
-  const std::int64_t tasks = (rows + work.rows_per_task - 1) / work.rows_per_task;
-  if (detail::run_tasks(task, static_cast<int>(tasks), &work, num_threads()) != 0) std::rethrow_exception(work.failure);
+void logsumexp_short_rows(const char *op, const detail::Rows<T> &x, std::int64_t rows, std::int64_t n, T *out,
+                          std::int64_t out_stride, const Options &options) {
+  Options on_cpu = options;
+  on_cpu.device = Device::cpu;
+  detail::for_each_transposed_run<T, 1>({x}, rows, n, [&](std::int64_t first, const auto &runs) {
+    const View<const T, 2> &t = runs[0];
+    Call call(op, on_cpu);
+    auto xa = call.input("x", View<const T, 3>(t.data(), {1, n, t.shape(1)}, {0, t.stride(0), 1}));
+    auto oa = call.output("out", View<T, 2>(out + first * out_stride, {1, t.shape(1)}, {0, out_stride}));
+    call.run(MathKernels<T>::logsumexp, xa, oa);
+  });
 }
 
 // x as (outer, n, inner) and out as (outer, inner), NumPy order; dense copies where the strides
@@ -308,6 +247,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   const char *op = "logsumexp";
   axis = normalized_axis<T, N>(op, axis);
   detail::check_kernel_buffer<T>(op, "x", x.shape());  // named as given, not as the paths below reshape it
+  if (x.data() == nullptr && x.size() > 0) fail(op, "x", "data pointer is null");  // the short rows' path reads it
   const auto expected = without_axis<T, N>(x.shape(), axis);
   if (out.shape() != expected)
     fail(op, "out",
@@ -349,22 +289,21 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     // The backend from out (x is host memory, which runs anywhere; only the tasks' transposes of it
     // are kernel buffers, so its span may pass a kernel's limits).
     if (Call probe(op, options); probe.output("out", out), !probe.uses_cuda())
-      return logsumexp_short_rows(op, x.data(), xo.extent, xo.stride, x.stride(axis), x.shape(axis), out.data(),
-                                  oo.stride, options);
+      return logsumexp_short_rows(op, detail::Rows<T>{x.data(), xo.stride, x.stride(axis)}, xo.extent, x.shape(axis),
+                                  out.data(), oo.stride, options);
     // On CUDA: the transpose of all rows, (n, rows), on hpipe's threads, for one call.
     const std::int64_t n = x.shape(axis), rows = xo.extent;
     const detail::ScratchArray<T, 2> t({n, rows});
     struct Transpose {
-      const T *x;
-      std::int64_t row_stride, column_stride, n, rows;
+      detail::Rows<T> x;
+      std::int64_t n, rows;
       T *t;
-    } work{x.data(), xo.stride, x.stride(axis), n, rows, t.data()};
+    } work{{x.data(), xo.stride, x.stride(axis)}, n, rows, t.data()};
     constexpr std::int64_t kTaskRows = 1024;
     const halide_task_t transpose_task = [](void *, int task, std::uint8_t *closure) {
       const Transpose &w = *reinterpret_cast<const Transpose *>(closure);
       const std::int64_t first = std::int64_t(task) * kTaskRows;
-      transpose_rows(w.x, w.row_stride, w.column_stride, first, std::min(w.rows, first + kTaskRows), w.n, w.t + first,
-                     w.rows);
+      detail::transpose_rows(w.x, first, std::min(w.rows, first + kTaskRows), w.n, w.t + first, w.rows);
       return 0;
     };
     detail::run_tasks(transpose_task, static_cast<int>((rows + kTaskRows - 1) / kTaskRows), &work, num_threads());

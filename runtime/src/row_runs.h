@@ -1,0 +1,113 @@
+// Reductions of short rows by kernels that vectorize across rows (logsumexp along the last axis,
+// batched_dot): each task of hpipe's threads transposes a run of rows of every input into scratch
+// of its own, (n, rows of the run), which stays in L2 for the kernel call the task then makes.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+
+#include "block_cache.h"
+#include "hpipe/device.h"
+#include "hpipe/view.h"
+#include "thread_pool.h"
+
+namespace hpipe::detail {
+
+// An input's rows of n elements: element (r, c) at data[r * row_stride + c * column_stride].
+template <class T>
+struct Rows {
+  const T *data;
+  std::int64_t row_stride, column_stride;
+};
+
+// Rows [first, end) of x (n columns) transposed into t (n, t_stride), in blocks of 64 rows that
+// stay in L1. Rows of a few elements are written a row of t at a time (an inner loop along x's
+// rows of 3 ran at half the speed); longer ones read a row of x at a time, in blocks of 64
+// columns (written a row of t at a time, rows of 32 were 15-25% slower).
+template <class T>
+void transpose_rows(const Rows<T> &x, std::int64_t first, std::int64_t end, std::int64_t n, T *t,
+                    std::int64_t t_stride) {
+  constexpr std::int64_t kBlock = 64, kFewColumns = 8;
+  for (std::int64_t r0 = first; r0 < end; r0 += kBlock) {
+    const std::int64_t r1 = std::min(end, r0 + kBlock);
+    if (n <= kFewColumns) {
+      for (std::int64_t c = 0; c < n; c++) {
+        const T *from = x.data + c * x.column_stride;
+        T *to = t + c * t_stride - first;
+        for (std::int64_t r = r0; r < r1; r++) to[r] = from[r * x.row_stride];
+      }
+      continue;
+    }
+    for (std::int64_t c0 = 0; c0 < n; c0 += kBlock)
+      for (std::int64_t r = r0; r < r1; r++)
+        for (std::int64_t c = c0; c < std::min(n, c0 + kBlock); c++)
+          t[c * t_stride + (r - first)] = x.data[r * x.row_stride + c * x.column_stride];
+  }
+}
+
+// Elements of a row of `count` in scratch that is read or written a column at a time: an odd
+// number of cache lines, so that consecutive rows fall in different L1 sets (rows 4 KiB apart all
+// fall in one: logsumexp of rows of 64 floats transposed 1024 at a time ran 2x slower than rows of
+// 48, docs/performance-notes.md).
+inline std::int64_t padded_row(std::int64_t count, std::size_t element_bytes) {
+  const std::int64_t line = 64 / static_cast<std::int64_t>(element_bytes);
+  const std::int64_t lines = (count + line - 1) / line;
+  return (lines % 2 == 0 ? lines + 1 : lines) * line;
+}
+
+// A task's transposed runs, all inputs together, take at most this (half a Zen 3 core's L2); a
+// transpose of all of x before one call took a copy of x and three passes over memory instead of
+// one (logsumexp of 10^6 rows of 10 on Zen 3: 13.4-14.8 ms, then 12.7-13.1, docs/performance-notes.md).
+constexpr std::int64_t kTransposedRunBytes = std::int64_t(256) << 10;
+
+// f(first, runs) for consecutive runs of rows [first, first + count) covering `rows`, on hpipe's
+// threads, where runs[j] is input j's run transposed: a (n, count) view of scratch of the task's
+// own (rows padded). f runs inside a task, so a kernel it calls runs serially there. The first
+// exception f throws is rethrown here once every task has ended.
+template <class T, std::size_t Inputs, class F>
+void for_each_transposed_run(const std::array<Rows<T>, Inputs> &inputs, std::int64_t rows, std::int64_t n, const F &f) {
+  struct Work {
+    const std::array<Rows<T>, Inputs> &inputs;
+    std::int64_t rows, n, rows_per_task;
+    const F &f;
+    std::mutex mutex;
+    std::exception_ptr failure;  // the first task's
+  } work{inputs, rows, n, 0, f, {}, {}};
+  // At most kTransposedRunBytes, and at least 4 tasks a thread where there are rows enough (each
+  // task's kernel runs serially; the last round of tasks leaves threads idle), in whole vectors of
+  // 64 rows however long the rows.
+  constexpr std::int64_t kVectorRows = 64, kTasksPerThread = 4;
+  const std::int64_t by_bytes =
+      kTransposedRunBytes / (std::int64_t(Inputs) * n * std::int64_t(sizeof(T))) / kVectorRows * kVectorRows;
+  const std::int64_t tasks_wanted = kTasksPerThread * num_threads();
+  const std::int64_t by_threads =
+      ((rows + tasks_wanted - 1) / tasks_wanted + kVectorRows - 1) / kVectorRows * kVectorRows;
+  work.rows_per_task = std::max(kVectorRows, std::min(by_bytes, by_threads));
+  const halide_task_t task = [](void *, int index, std::uint8_t *closure) {
+    Work &w = *reinterpret_cast<Work *>(closure);
+    const std::int64_t first = std::int64_t(index) * w.rows_per_task, end = std::min(w.rows, first + w.rows_per_task);
+    try {
+      const std::int64_t count = end - first, t_stride = padded_row(count, sizeof(T));
+      const ScratchArray<T, 2> scratch({std::int64_t(Inputs) * w.n, t_stride});
+      std::array<View<const T, 2>, Inputs> runs;
+      for (std::size_t j = 0; j < Inputs; j++) {
+        T *t = scratch.data() + std::int64_t(j) * w.n * t_stride;
+        transpose_rows(w.inputs[j], first, end, w.n, t, t_stride);
+        runs[j] = View<const T, 2>(t, {w.n, count}, {t_stride, 1});
+      }
+      w.f(first, runs);
+      return 0;
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(w.mutex);
+      if (!w.failure) w.failure = std::current_exception();
+      return 1;
+    }
+  };
+  const std::int64_t tasks = (rows + work.rows_per_task - 1) / work.rows_per_task;
+  if (run_tasks(task, static_cast<int>(tasks), &work, num_threads()) != 0) std::rethrow_exception(work.failure);
+}
+
+}  // namespace hpipe::detail
