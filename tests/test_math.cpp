@@ -277,6 +277,20 @@ TYPED_TEST(MathTyped, RanksAndStridesMatchFlatCall) {
       }
     EXPECT_EQ(0, std::memcmp(wide.data(), copy.data(), sizeof(T) * wide.size())) << "x was modified";
 
+    // A transposed x, and every other column of a wider one, into a dense y: rows gathered in runs
+    // on hpipe's threads (several runs, the last one shorter).
+    const auto big = random_array<T, 2>({901, 2 * 703}, 14, 0.1, 3.0);
+    for (const View<const T, 2> &x : {View<const T, 2>(big.data(), {703, 901}, {1, 2 * 703}),
+                                      View<const T, 2>(big.data(), {901, 703}, {2 * 703, 2})}) {
+      Array<T, 2> packed(x.shape());
+      for (std::int64_t r = 0; r < x.shape(0); r++)
+        for (std::int64_t c = 0; c < x.shape(1); c++) packed(r, c) = x(r, c);
+      auto expected = poisoned<T, 2>(x.shape()), got = poisoned<T, 2>(x.shape());
+      apply<T, 2>(fn, packed.view(), expected.view());
+      apply<T, 2>(fn, x, got.view());
+      EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), sizeof(T) * got.size())) << "x strides " << x.stride(0);
+    }
+
     const auto x4 = random_array<T, 4>({2, 3, 1, 9}, 13, 0.1, 9.0);
     auto y4 = poisoned<T, 4>({2, 3, 1, 9});
     apply<T, 4>(fn, x4.view(), y4.view());
@@ -400,7 +414,11 @@ TYPED_TEST(MathTyped, BadArguments) {
                      "overlaps input x");
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(rows_view, 0, View<T, 1>(rows.data() + 10, {600})), "hpipe::logsumexp", "out",
                      "overlaps input x");
-  // A null x of short rows, which are transposed before any kernel sees them.
+  // A null x of strided rows into a dense y, and of short rows for logsumexp: each is gathered or
+  // transposed before any kernel sees it.
+  auto dense_out = poisoned<T, 2>({100, 10});
+  EXPECT_HPIPE_ERROR(hpipe::exp(View<const T, 2>(nullptr, {100, 10}, {1, 100}), dense_out.view()), "hpipe::exp", "x",
+                     "data pointer is null");
   auto short_out = poisoned<T, 1>({100});
   EXPECT_HPIPE_ERROR(hpipe::logsumexp(View<const T, 2>(nullptr, {100, 10}), 1, short_out.view()), "hpipe::logsumexp",
                      "x", "data pointer is null");

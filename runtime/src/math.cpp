@@ -106,9 +106,31 @@ void run_elementwise_1d(const char *op, const K &kernel, View<const T, 1> x, Vie
   call.run(kernel, xa, ya);
 }
 
+// A 2-D x of strided rows into a dense y (a transposed array into a C-order out=): one call per
+// row gathered each row from elements a stride apart (exp of 2000 x 2000 float32: 35 ms against 1.9
+// dense, Zen 3). Instead each task gathers a run of rows into dense scratch, a transpose that reads
+// x along its own contiguous axis, and makes one flat call from it into y's rows.
+template <class T, class K>
+void elementwise_gathered_rows(const char *op, const K &kernel, const View<const T, 2> &x, const View<T, 2> &y,
+                               const Options &options) {
+  const std::int64_t columns = x.shape(1);
+  Options on_cpu = options;
+  on_cpu.device = Device::cpu;
+  detail::for_each_run(x.shape(0), columns * std::int64_t(sizeof(T)), 1, [&](std::int64_t first, std::int64_t end) {
+    const std::int64_t elements = (end - first) * columns;
+    const detail::ScratchArray<T, 1> rows({elements});
+    // Rows [first, end) of x as (columns, end - first) transposed: the rows of x, dense.
+    detail::transpose_rows(detail::Rows<T>{x.data() + first * x.stride(0), x.stride(1), x.stride(0)}, 0, columns,
+                           end - first, rows.data(), columns);
+    run_elementwise_1d<T>(op, kernel, View<const T, 1>(rows.data(), {elements}),
+                          View<T, 1>(y.data() + first * columns, {elements}), false, on_cpu);
+  });
+}
+
 template <class T, int N, class K>
 void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N> y, const Options &options) {
   detail::check_extents(op, "x", x);
+  if (x.data() == nullptr && x.size() > 0) fail(op, "x", "data pointer is null");  // strided rows are gathered first
   if (x.shape() != y.shape())
     fail(op, "y", "expected shape " + shape_string(x.shape()) + " (the shape of x), got " + shape_string(y.shape()));
   // On the whole views: each call below sees only a piece or a row of them. y may be x itself.
@@ -124,6 +146,13 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
                             View<T, 1>(y.data() + first, {n}, y.memory()), in_place, options);
     }
     return;
+  }
+  if constexpr (N == 2) {
+    if (dense(y) && x.stride(1) != 1 && x.shape(1) > 1 && !in_place && x.memory() == Memory::host) {
+      // The backend from y (x, in host memory, runs anywhere).
+      if (Call probe(op, options); probe.output("y", y), !probe.uses_cuda())
+        return elementwise_gathered_rows<T>(op, kernel, x, y, options);
+    }
   }
   // Any other layout: one call per innermost row (a strided row is copied densely by Call).
   const auto outer = [](const auto &extents) { return detail::first_dims<N - 1>(extents); };

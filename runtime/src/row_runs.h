@@ -58,47 +58,35 @@ inline std::int64_t padded_row(std::int64_t count, std::size_t element_bytes) {
   return (lines % 2 == 0 ? lines + 1 : lines) * line;
 }
 
-// A task's transposed runs, all inputs together, take at most this (half a Zen 3 core's L2); a
-// transpose of all of x before one call took a copy of x and three passes over memory instead of
-// one (logsumexp of 10^6 rows of 10 on Zen 3: 13.4-14.8 ms, then 12.7-13.1, docs/performance-notes.md).
-constexpr std::int64_t kTransposedRunBytes = std::int64_t(256) << 10;
+// A task's run of rows in scratch, all inputs together, takes at most this (half a Zen 3 core's
+// L2); a transpose of all of x before one call took a copy of x and three passes over memory
+// instead of one (logsumexp of 10^6 rows of 10 on Zen 3: 13.4-14.8 ms, then 12.7-13.1,
+// docs/performance-notes.md).
+constexpr std::int64_t kRunBytes = std::int64_t(256) << 10;
 
-// f(first, runs) for consecutive runs of rows [first, first + count) covering `rows`, on hpipe's
-// threads, where runs[j] is input j's run transposed: a (n, count) view of scratch of the task's
-// own (rows padded). f runs inside a task, so a kernel it calls runs serially there. The first
-// exception f throws is rethrown here once every task has ended.
-template <class T, std::size_t Inputs, class F>
-void for_each_transposed_run(const std::array<Rows<T>, Inputs> &inputs, std::int64_t rows, std::int64_t n, const F &f) {
+// f(first, end) for consecutive runs of rows [first, end) covering `rows`, on hpipe's threads:
+// runs of at most kRunBytes of rows of `row_bytes`, in multiples of `row_multiple` rows (at least
+// one multiple however long the rows), and at least 4 runs a thread where there are rows enough
+// (f runs inside a task, so a kernel it calls runs serially there; the last round of tasks leaves
+// threads idle). The first exception f throws is rethrown here once every task has ended.
+template <class F>
+void for_each_run(std::int64_t rows, std::int64_t row_bytes, std::int64_t row_multiple, const F &f) {
   struct Work {
-    const std::array<Rows<T>, Inputs> &inputs;
-    std::int64_t rows, n, rows_per_task;
+    std::int64_t rows, rows_per_task;
     const F &f;
     std::mutex mutex;
     std::exception_ptr failure;  // the first task's
-  } work{inputs, rows, n, 0, f, {}, {}};
-  // At most kTransposedRunBytes, and at least 4 tasks a thread where there are rows enough (each
-  // task's kernel runs serially; the last round of tasks leaves threads idle), in whole vectors of
-  // 64 rows however long the rows.
-  constexpr std::int64_t kVectorRows = 64, kTasksPerThread = 4;
-  const std::int64_t by_bytes =
-      kTransposedRunBytes / (std::int64_t(Inputs) * n * std::int64_t(sizeof(T))) / kVectorRows * kVectorRows;
+  } work{rows, 0, f, {}, {}};
+  constexpr std::int64_t kTasksPerThread = 4;
+  const auto multiples = [&](std::int64_t n) { return (n + row_multiple - 1) / row_multiple * row_multiple; };
+  const std::int64_t by_bytes = kRunBytes / std::max<std::int64_t>(row_bytes, 1) / row_multiple * row_multiple;
   const std::int64_t tasks_wanted = kTasksPerThread * num_threads();
-  const std::int64_t by_threads =
-      ((rows + tasks_wanted - 1) / tasks_wanted + kVectorRows - 1) / kVectorRows * kVectorRows;
-  work.rows_per_task = std::max(kVectorRows, std::min(by_bytes, by_threads));
+  work.rows_per_task = std::max(row_multiple, std::min(by_bytes, multiples((rows + tasks_wanted - 1) / tasks_wanted)));
   const halide_task_t task = [](void *, int index, std::uint8_t *closure) {
     Work &w = *reinterpret_cast<Work *>(closure);
-    const std::int64_t first = std::int64_t(index) * w.rows_per_task, end = std::min(w.rows, first + w.rows_per_task);
+    const std::int64_t first = std::int64_t(index) * w.rows_per_task;
     try {
-      const std::int64_t count = end - first, t_stride = padded_row(count, sizeof(T));
-      const ScratchArray<T, 2> scratch({std::int64_t(Inputs) * w.n, t_stride});
-      std::array<View<const T, 2>, Inputs> runs;
-      for (std::size_t j = 0; j < Inputs; j++) {
-        T *t = scratch.data() + std::int64_t(j) * w.n * t_stride;
-        transpose_rows(w.inputs[j], first, end, w.n, t, t_stride);
-        runs[j] = View<const T, 2>(t, {w.n, count}, {t_stride, 1});
-      }
-      w.f(first, runs);
+      w.f(first, std::min(w.rows, first + w.rows_per_task));
       return 0;
     } catch (...) {
       const std::lock_guard<std::mutex> lock(w.mutex);
@@ -108,6 +96,26 @@ void for_each_transposed_run(const std::array<Rows<T>, Inputs> &inputs, std::int
   };
   const std::int64_t tasks = (rows + work.rows_per_task - 1) / work.rows_per_task;
   if (run_tasks(task, static_cast<int>(tasks), &work, num_threads()) != 0) std::rethrow_exception(work.failure);
+}
+
+// f(first, runs) for each run of rows [first, first + count) of for_each_run, in whole vectors of
+// 64 rows, where runs[j] is input j's run transposed: a (n, count) view of scratch of the task's own
+// (rows padded).
+template <class T, std::size_t Inputs, class F>
+void for_each_transposed_run(const std::array<Rows<T>, Inputs> &inputs, std::int64_t rows, std::int64_t n, const F &f) {
+  constexpr std::int64_t kVectorRows = 64;
+  for_each_run(rows, std::int64_t(Inputs) * n * std::int64_t(sizeof(T)), kVectorRows,
+               [&](std::int64_t first, std::int64_t end) {
+                 const std::int64_t count = end - first, t_stride = padded_row(count, sizeof(T));
+                 const ScratchArray<T, 2> scratch({std::int64_t(Inputs) * n, t_stride});
+                 std::array<View<const T, 2>, Inputs> runs;
+                 for (std::size_t j = 0; j < Inputs; j++) {
+                   T *t = scratch.data() + std::int64_t(j) * n * t_stride;
+                   transpose_rows(inputs[j], first, end, n, t, t_stride);
+                   runs[j] = View<const T, 2>(t, {n, count}, {t_stride, 1});
+                 }
+                 f(first, runs);
+               });
 }
 
 }  // namespace hpipe::detail
