@@ -73,11 +73,14 @@ void dot_interleaved(Call &call, const View<const T, 2> &a, const View<const T, 
   }
 }
 
-// Rows shorter than this leave the row kernel no whole block of its 32 lanes: every product is a
-// scalar one in its tail, in double, and each row pays a chunk's overhead (4 x 10^6 rows of 1
-// float32 took 39 ms, (a * b).sum(1) 30; docs/performance-notes.md). The column kernel on each
-// task's transposed runs of a and b takes them instead.
-constexpr std::int64_t kShortDotRow = 32;
+// Rows shorter than the row kernel's block of 32 lanes make every product a scalar one in its tail,
+// and each row pays a chunk's overhead (4 x 10^6 rows of 1 float32 took 39 ms, (a * b).sum(1) 30).
+// Rows shorter than this take the column kernel on each task's transposed runs of a and b instead:
+// on the Zen 3 VM (float32, from Python, row kernel / runs) rows of 3, 7, 8 and 12 ran 1.5-4.5x
+// faster from 16384 rows on, as fast or faster from 64 rows (64 x 3: 3.3-3.9 / 2.3 us; 500 x 8 and
+// 500 x 12 within the noise); rows of 16 were faster so only when out of cache (16384 x 16: 294 /
+// 415 us; 250000 x 16: 5.4-5.7 / 3.6-4.3 ms). docs/performance-notes.md.
+constexpr std::int64_t kShortDotRow = 16;
 
 template <class T>
 void dot_short_rows(const View<const T, 2> &a, const View<const T, 2> &b, const View<T, 1> &out,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -148,9 +149,15 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
     return;
   }
   if constexpr (N == 2) {
-    if (dense(y) && x.stride(1) != 1 && x.shape(1) > 1 && !in_place && x.memory() == Memory::host) {
-      // The backend from y (x, in host memory, runs anywhere).
-      if (Call probe(op, options); probe.output("y", y), !probe.uses_cuda())
+    // Gathered where x's rows are closer together than its columns (a transposed x): the gather
+    // then reads along x's nearer axis (for x's own rows a stride apart, the row path's copies are
+    // faster: 4000 x 1024 every other column, 7.9-8.1 ms against 13.4-15.6 gathered).
+    if (dense(y) && x.shape(1) > 1 && std::abs(x.stride(0)) < std::abs(x.stride(1)) && !in_place &&
+        x.memory() == Memory::host) {
+      // The backend from a row of y (x, in host memory, runs anywhere; y may pass a kernel buffer's
+      // limits, which only each run's call must keep).
+      if (Call probe(op, options);
+          probe.output("y", View<T, 2>(y.data(), {1, y.shape(1)}, y.memory())), !probe.uses_cuda())
         return elementwise_gathered_rows<T>(op, kernel, x, y, options);
     }
   }
@@ -195,12 +202,17 @@ int normalized_axis(const char *op, int axis) {
 // One AVX-512 vector of float32: 10^4 rows of 10^4 took 34 ms, against 42 with 32 lanes and 55 with 64
 // (JIT, 2-core Zen 4, 2026-11-24).
 constexpr std::int64_t kRowLanes = 16;
-// Rows shorter than this take the short rows' path below: the partial kernel computes a whole chunk
-// of 32 blocks of kRowLanes (512 elements) for any shorter row, and each of a row's partial results
-// costs an exp in the combine. 4 x 10^6 float32 elements as rows of n on the Zen 3 VM (from Python,
-// medians of 31 calls, 2026-11-29), lanes / short rows' path: n = 32 67 / 4-5 ms, 128 13.8 / 3.3-3.5,
-// 256 6.5 / 4.0-5.6, 512 3.7-4.3 / 4.1, 1024 2.7-3.6 / 4.1-4.2.
-constexpr std::int64_t kLeastLanesRow = 512;
+// Whether contiguous rows of n take the lanes path: the partial kernel computes whole chunks of 32
+// blocks of kRowLanes (512 elements), and each of a row's partial results costs an exp in the
+// combine, so rows shorter than a chunk, or whose chunks exceed them by more than a quarter, take
+// the short rows' path below. 4 x 10^6 float32 elements as rows of n on the Zen 3 VM (from Python,
+// medians of 15-31 calls, 2026-11-29), lanes / short rows' path: n = 32 67 / 4-5 ms, 128 13.8 /
+// 3.3-3.5, 256 6.5 / 4.0-5.6, 512 3.7-4.3 / 4.1, 544 6.2-7.3 / about 3.7, 1024 2.7-3.6 / 4.1-4.2.
+constexpr std::int64_t kLanesChunk = 32 * kRowLanes;
+bool rows_take_lanes(std::int64_t n) {
+  const std::int64_t chunks = (n + kLanesChunk - 1) / kLanesChunk;
+  return n >= kLanesChunk && chunks * kLanesChunk * 4 <= n * 5;
+}
 
 // scipy's rule on one row of partial results (and elements), in double.
 double logsumexp_of(const std::vector<double> &v) {
@@ -312,7 +324,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     return;
   }
   const bool host = x.memory() == Memory::host && out.memory() == Memory::host;
-  if (xi.extent == 1 && host && x.stride(axis) == 1 && x.shape(axis) >= kLeastLanesRow)
+  if (xi.extent == 1 && host && x.stride(axis) == 1 && rows_take_lanes(x.shape(axis)))
     return logsumexp_rows(op, x.data(), xo.extent, xo.stride, x.shape(axis), out.data(), oo.stride, options);
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
     // The backend from out (x is host memory, which runs anywhere; only the tasks' transposes of it

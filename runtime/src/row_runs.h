@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "block_cache.h"
+#include "call.h"
 #include "hpipe/device.h"
 #include "hpipe/view.h"
 #include "thread_pool.h"
@@ -36,8 +37,8 @@ void transpose_rows(const Rows<T> &x, std::int64_t first, std::int64_t end, std:
     if (n <= kFewColumns) {
       for (std::int64_t c = 0; c < n; c++) {
         const T *from = x.data + c * x.column_stride;
-        T *to = t + c * t_stride - first;
-        for (std::int64_t r = r0; r < r1; r++) to[r] = from[r * x.row_stride];
+        T *to = t + c * t_stride;
+        for (std::int64_t r = r0; r < r1; r++) to[r - first] = from[r * x.row_stride];
       }
       continue;
     }
@@ -48,14 +49,18 @@ void transpose_rows(const Rows<T> &x, std::int64_t first, std::int64_t end, std:
   }
 }
 
-// Elements of a row of `count` in scratch that is read or written a column at a time: an odd
-// number of cache lines, so that consecutive rows fall in different L1 sets (rows 4 KiB apart all
-// fall in one: logsumexp of rows of 64 floats transposed 1024 at a time ran 2x slower than rows of
-// 48, docs/performance-notes.md).
-inline std::int64_t padded_row(std::int64_t count, std::size_t element_bytes) {
+// Elements of a row of `count` of n such rows in scratch that is read or written a column at a
+// time: an odd number of cache lines, so that consecutive rows fall in different L1 sets (rows 4
+// KiB apart all fall in one: logsumexp of rows of 64 floats transposed 1024 at a time ran 2x slower
+// than rows of 48, docs/performance-notes.md); but a row within one line as it is (a run of 2 rows
+// would take 8x its elements), and so are rows whose padding would take the n past what a kernel
+// buffer may span.
+inline std::int64_t padded_row(std::int64_t count, std::int64_t n, std::size_t element_bytes) {
   const std::int64_t line = 64 / static_cast<std::int64_t>(element_bytes);
+  if (count <= line) return count;
   const std::int64_t lines = (count + line - 1) / line;
-  return (lines % 2 == 0 ? lines + 1 : lines) * line;
+  const std::int64_t padded = (lines % 2 == 0 ? lines + 1 : lines) * line;
+  return n * padded * static_cast<std::int64_t>(element_bytes) <= kMostKernelBufferBytes ? padded : count;
 }
 
 // A task's run of rows in scratch, all inputs together, takes at most this (half a Zen 3 core's
@@ -106,7 +111,7 @@ void for_each_transposed_run(const std::array<Rows<T>, Inputs> &inputs, std::int
   constexpr std::int64_t kVectorRows = 64;
   for_each_run(rows, std::int64_t(Inputs) * n * std::int64_t(sizeof(T)), kVectorRows,
                [&](std::int64_t first, std::int64_t end) {
-                 const std::int64_t count = end - first, t_stride = padded_row(count, sizeof(T));
+                 const std::int64_t count = end - first, t_stride = padded_row(count, n, sizeof(T));
                  const ScratchArray<T, 2> scratch({std::int64_t(Inputs) * n, t_stride});
                  std::array<View<const T, 2>, Inputs> runs;
                  for (std::size_t j = 0; j < Inputs; j++) {
