@@ -152,8 +152,11 @@ void elementwise(const char *op, const K &kernel, View<const T, N> x, View<T, N>
     // Gathered where x's rows are closer together than its columns (a transposed x): the gather
     // then reads along x's nearer axis (for x's own rows a stride apart, the row path's copies are
     // faster: 4000 x 1024 every other column, 7.9-8.1 ms against 13.4-15.6 gathered).
-    if (dense(y) && x.shape(1) > 1 && std::abs(x.stride(0)) < std::abs(x.stride(1)) && !in_place &&
+    if (dense(y) && x.shape(1) > 1 && x.stride(1) != 1 && std::abs(x.stride(0)) < std::abs(x.stride(1)) && !in_place &&
         x.memory() == Memory::host) {
+      // A row past a kernel buffer's limits fails whichever way it runs: said of y as given.
+      if (y.shape(1) * std::int64_t(sizeof(T)) > detail::kMostKernelBufferBytes)
+        detail::check_kernel_buffer<T>(op, "y", y.shape());
       // The backend from a row of y (x, in host memory, runs anywhere; y may pass a kernel buffer's
       // limits, which only each run's call must keep).
       if (Call probe(op, options);

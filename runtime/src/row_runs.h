@@ -10,7 +10,6 @@
 #include <mutex>
 
 #include "block_cache.h"
-#include "call.h"
 #include "hpipe/device.h"
 #include "hpipe/view.h"
 #include "thread_pool.h"
@@ -49,25 +48,25 @@ void transpose_rows(const Rows<T> &x, std::int64_t first, std::int64_t end, std:
   }
 }
 
-// Elements of a row of `count` of n such rows in scratch that is read or written a column at a
-// time: an odd number of cache lines, so that consecutive rows fall in different L1 sets (rows 4
-// KiB apart all fall in one: logsumexp of rows of 64 floats transposed 1024 at a time ran 2x slower
-// than rows of 48, docs/performance-notes.md); but a row within one line as it is (a run of 2 rows
-// would take 8x its elements), and so are rows whose padding would take the n past what a kernel
-// buffer may span.
-inline std::int64_t padded_row(std::int64_t count, std::int64_t n, std::size_t element_bytes) {
-  const std::int64_t line = 64 / static_cast<std::int64_t>(element_bytes);
-  if (count <= line) return count;
-  const std::int64_t lines = (count + line - 1) / line;
-  const std::int64_t padded = (lines % 2 == 0 ? lines + 1 : lines) * line;
-  return n * padded * static_cast<std::int64_t>(element_bytes) <= kMostKernelBufferBytes ? padded : count;
-}
-
 // A task's run of rows in scratch, all inputs together, takes at most this (half a Zen 3 core's
 // L2); a transpose of all of x before one call took a copy of x and three passes over memory
 // instead of one (logsumexp of 10^6 rows of 10 on Zen 3: 13.4-14.8 ms, then 12.7-13.1,
 // docs/performance-notes.md).
 constexpr std::int64_t kRunBytes = std::int64_t(256) << 10;
+
+// Elements of a row of `count` of n such rows in scratch that is read or written a column at a
+// time: an odd number of cache lines, so that consecutive rows fall in different L1 sets (rows 4
+// KiB apart all fall in one: logsumexp of rows of 64 floats transposed 1024 at a time ran 2x slower
+// than rows of 48, docs/performance-notes.md); but a row within one line as it is (a run of 2 rows
+// would take 8x its elements), and so are the rows of a run far past kRunBytes, which cannot stay in
+// cache anyway (a few rows of 10^7: padding took scratch to nearly 3x x's size).
+inline std::int64_t padded_row(std::int64_t count, std::int64_t n, std::size_t element_bytes) {
+  const std::int64_t line = 64 / static_cast<std::int64_t>(element_bytes);
+  if (count <= line) return count;
+  const std::int64_t lines = (count + line - 1) / line;
+  const std::int64_t padded = (lines % 2 == 0 ? lines + 1 : lines) * line;
+  return n * padded * static_cast<std::int64_t>(element_bytes) <= 2 * kRunBytes ? padded : count;
+}
 
 // f(first, end) for consecutive runs of rows [first, end) covering `rows`, on hpipe's threads:
 // runs of at most kRunBytes of rows of `row_bytes`, in multiples of `row_multiple` rows (at least

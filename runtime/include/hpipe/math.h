@@ -45,8 +45,8 @@
 // nearly cancels to 0: 2^-23.8 measured there, and at most 0.54 of this bound anywhere);
 // float64: within (n + 4) 2^-53 (1 + |result|) for a reduction of n elements. The output has x's
 // shape without `axis` (scipy's keepdims=False); negative axes count from the end. Reducing the
-// last (contiguous) axis of rows of at least 512 (within a quarter of a multiple of 512) reads
-// them in place, as blocks of 16 lanes whose 16 partial results per row are combined in double;
+// last (contiguous) axis of rows of at least 512 whose whole chunks of 512 exceed them by at most
+// a quarter reads them in place, as blocks of 16 lanes whose 16 partial results per row are combined in double;
 // other (or strided) rows are transposed a few thousand at a time into scratch that stays in cache
 // (on CUDA: all of x, for one call). A call with fewer than two such rows per
 // thread cuts long rows into segments, each with its partial results, so that every thread has
