@@ -338,19 +338,10 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     // On CUDA: the transpose of all rows, (n, rows), on hpipe's threads, for one call.
     const std::int64_t n = x.shape(axis), rows = xo.extent;
     const detail::ScratchArray<T, 2> t({n, rows});
-    struct Transpose {
-      detail::Rows<T> x;
-      std::int64_t n, rows;
-      T *t;
-    } work{{x.data(), xo.stride, x.stride(axis)}, n, rows, t.data()};
-    constexpr std::int64_t kTaskRows = 1024;
-    const halide_task_t transpose_task = [](void *, int task, std::uint8_t *closure) {
-      const Transpose &w = *reinterpret_cast<const Transpose *>(closure);
-      const std::int64_t first = std::int64_t(task) * kTaskRows;
-      detail::transpose_rows(w.x, first, std::min(w.rows, first + kTaskRows), w.n, w.t + first, w.rows);
-      return 0;
-    };
-    detail::run_tasks(transpose_task, static_cast<int>((rows + kTaskRows - 1) / kTaskRows), &work, num_threads());
+    const detail::Rows<T> x_rows{x.data(), xo.stride, x.stride(axis)};
+    detail::for_each_run(rows, n * std::int64_t(sizeof(T)), 64, [&](std::int64_t first, std::int64_t end) {
+      detail::transpose_rows(x_rows, first, end, n, t.data() + first, rows);
+    });
     Call call(op, options);
     auto xa = call.input("x", View<const T, 3>(t.data(), {1, n, rows}));
     auto oa = call.output("out", View<T, 2>(out.data(), {1, rows}, {0, oo.stride}, out.memory()));
