@@ -80,7 +80,12 @@ TYPED_TEST(DotTyped, LongRowsKeepTheBound) {
   check_dense<TypeParam>({2, 1000000}, Device::cpu, 8, -1.0);
 }
 
-TYPED_TEST(DotTyped, ManyShortRows) { check_dense<TypeParam>({100000, 3}, Device::cpu, 5); }
+// Short rows run on transposed runs, which split rows narrower than 16 bytes by shuffles and cut
+// wider ones into tiles of 16 bytes (and a rest): every length up to the row kernel's.
+TYPED_TEST(DotTyped, ManyShortRows) {
+  check_dense<TypeParam>({100000, 3}, Device::cpu, 5);
+  for (std::int64_t k = 1; k < 32; k++) check_dense<TypeParam>({20011, k}, Device::cpu, std::uint32_t(10 + k));
+}
 
 // Both operands transposed views of (K, N) arrays: the column kernel, around its chunk (64) and
 // group (1024) sizes, N below and above a vector, and K = 10^6. N < 64 with K * N >= 8192 takes

@@ -677,7 +677,8 @@ TYPED_TEST(MathTyped, LogSumExpRisingAlongTheAxis) {
 
 // Short or strided rows along the last axis run as tasks of a few thousand rows, each transposing
 // its own: many short rows (several tasks, the last one shorter), the same into a strided out (the
-// same bits, the gaps untouched), and rows read with a column stride of 2 (long rows: tasks of 64).
+// same bits, the gaps untouched), rows of 1 to 2047, and rows read with a column stride of 2 (long
+// rows: tasks of 64).
 TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
   using T = TypeParam;
   const auto many = random_array<T, 2>({20011, 7}, 44, -30.0, 30.0);
@@ -688,6 +689,20 @@ TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
   for (std::int64_t r = 0; r < 20011; r++) {
     ASSERT_EQ(std::memcmp(&spaced(3 * r), &dense(r), sizeof(T)), 0) << "row " << r;
     ASSERT_TRUE(std::isnan(spaced(3 * r + 1)) && std::isnan(spaced(3 * r + 2))) << "row " << r;
+  }
+  // Rows the transposes split by shuffles (narrower than 16 bytes) or cut into tiles of 16 bytes,
+  // around a tile's and a block's (64) width, up to the lanes path's rows: each result that of the
+  // same column of the dense transpose down axis 0, bit for bit (the same kernel, on the tasks'
+  // transposes).
+  for (std::int64_t n : {1, 2, 3, 4, 5, 8, 9, 10, 11, 13, 16, 17, 63, 64, 65, 130, 2047}) {
+    const std::int64_t rows = 2 * 4099 / (n / 16 + 1) + 1;  // odd, several tasks
+    const auto x = random_array<T, 2>({rows, n}, std::uint32_t(50 + n), -20.0, 20.0);
+    Array<T, 2> xt({n, rows});
+    for (std::int64_t r = 0; r < rows; r++)
+      for (std::int64_t c = 0; c < n; c++) xt(c, r) = x(r, c);
+    const auto along = hpipe::logsumexp(x.view(), 1, {Device::cpu}),
+               down = hpipe::logsumexp(xt.view(), 0, {Device::cpu});
+    ASSERT_EQ(0, std::memcmp(along.data(), down.data(), sizeof(T) * std::size_t(rows))) << "rows of " << n;
   }
   const auto wide = random_array<T, 2>({200, 3000}, 45, -5.0, 5.0);
   Array<T, 2> picked({200, 1500});

@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <type_traits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "block_cache.h"
 #include "hpipe/device.h"
@@ -23,17 +27,89 @@ struct Rows {
   std::int64_t row_stride, column_stride;
 };
 
+// A tile of kTile<T> rows of kTile<T> elements of x (contiguous rows) transposed into t: SSE2's
+// shuffles, the x86-64 baseline (one 16-byte vector a row).
+template <class T>
+constexpr std::int64_t kTile = 16 / sizeof(T);
+inline void transpose_tile(const float *x, std::int64_t x_stride, float *t, std::int64_t t_stride) {
+#if defined(__SSE2__)
+  __m128 r0 = _mm_loadu_ps(x), r1 = _mm_loadu_ps(x + x_stride), r2 = _mm_loadu_ps(x + 2 * x_stride),
+         r3 = _mm_loadu_ps(x + 3 * x_stride);
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  _mm_storeu_ps(t, r0);
+  _mm_storeu_ps(t + t_stride, r1);
+  _mm_storeu_ps(t + 2 * t_stride, r2);
+  _mm_storeu_ps(t + 3 * t_stride, r3);
+#else
+  for (std::int64_t c = 0; c < kTile<float>; c++)
+    for (std::int64_t r = 0; r < kTile<float>; r++) t[c * t_stride + r] = x[r * x_stride + c];
+#endif
+}
+inline void transpose_tile(const double *x, std::int64_t x_stride, double *t, std::int64_t t_stride) {
+#if defined(__SSE2__)
+  const __m128d r0 = _mm_loadu_pd(x), r1 = _mm_loadu_pd(x + x_stride);
+  _mm_storeu_pd(t, _mm_unpacklo_pd(r0, r1));
+  _mm_storeu_pd(t + t_stride, _mm_unpackhi_pd(r0, r1));
+#else
+  for (std::int64_t c = 0; c < kTile<double>; c++)
+    for (std::int64_t r = 0; r < kTile<double>; r++) t[c * t_stride + r] = x[r * x_stride + c];
+#endif
+}
+
+// Rows [first, end) of dense rows of n < kTile<T> elements (x one block of (end - first) * n)
+// into t (n, t_stride): a copy, or float32 pairs and triples split by shuffles, four rows a step.
+template <class T>
+void transpose_narrow_dense_rows(const T *x, std::int64_t first, std::int64_t end, std::int64_t n, T *t,
+                                 std::int64_t t_stride) {
+  std::int64_t r = first;
+#if defined(__SSE2__)
+  if constexpr (std::is_same_v<T, float>) {
+    const float *from = x + first * n;
+    if (n == 2) {
+      for (; r + 4 <= end; r += 4, from += 8) {
+        const __m128 v0 = _mm_loadu_ps(from), v1 = _mm_loadu_ps(from + 4);
+        float *to = t + (r - first);
+        _mm_storeu_ps(to, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm_storeu_ps(to + t_stride, _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(3, 1, 3, 1)));
+      }
+    } else if (n == 3) {  // v0 v1 v2 = elements 0-3, 4-7, 8-11: columns {0 3 6 9}, {1 4 7 10}, {2 5 8 11}
+      for (; r + 4 <= end; r += 4, from += 12) {
+        const __m128 v0 = _mm_loadu_ps(from), v1 = _mm_loadu_ps(from + 4), v2 = _mm_loadu_ps(from + 8);
+        const __m128 e6_9 = _mm_shuffle_ps(v1, v2, _MM_SHUFFLE(1, 1, 2, 2));
+        const __m128 e1_4 = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(0, 0, 1, 1)),
+                     e7_10 = _mm_shuffle_ps(v1, v2, _MM_SHUFFLE(2, 2, 3, 3));
+        const __m128 e2_5 = _mm_shuffle_ps(v0, v1, _MM_SHUFFLE(1, 1, 2, 2)),
+                     e8_11 = _mm_shuffle_ps(v2, v2, _MM_SHUFFLE(3, 3, 0, 0));
+        float *to = t + (r - first);
+        _mm_storeu_ps(to, _mm_shuffle_ps(v0, e6_9, _MM_SHUFFLE(2, 0, 3, 0)));
+        _mm_storeu_ps(to + t_stride, _mm_shuffle_ps(e1_4, e7_10, _MM_SHUFFLE(2, 0, 2, 0)));
+        _mm_storeu_ps(to + 2 * t_stride, _mm_shuffle_ps(e2_5, e8_11, _MM_SHUFFLE(2, 0, 2, 0)));
+      }
+    }
+  }
+#endif
+  if (n == 1) return static_cast<void>(std::copy(x + r, x + end, t + (r - first)));
+  for (; r < end; r++)
+    for (std::int64_t c = 0; c < n; c++) t[c * t_stride + (r - first)] = x[r * n + c];
+}
+
 // Rows [first, end) of x (n columns) transposed into t (n, t_stride), in blocks of 64 rows that
-// stay in L1. Rows of a few elements are written a row of t at a time (an inner loop along x's
-// rows of 3 ran at half the speed); longer ones read a row of x at a time, in blocks of 64
-// columns (written a row of t at a time, rows of 32 were 15-25% slower).
+// stay in L1. Contiguous rows go a tile at a time, or, dense and narrower than a tile, by
+// shuffles (element by element took 1.5-4x as long for rows of 2 to 2048, one thread, Zen 5,
+// docs/performance-notes.md); other rows of a few elements are written a row of t at a time (an
+// inner loop along x's rows of 3 ran at half the speed), longer ones in blocks of 64 columns
+// (written a row of t at a time, rows of 32 were 15-25% slower).
 template <class T>
 void transpose_rows(const Rows<T> &x, std::int64_t first, std::int64_t end, std::int64_t n, T *t,
                     std::int64_t t_stride) {
+  const bool contiguous = x.column_stride == 1;
+  if (contiguous && n < kTile<T> && x.row_stride == n)
+    return transpose_narrow_dense_rows(x.data, first, end, n, t, t_stride);
+  const bool tiles = contiguous && n >= kTile<T>;
   constexpr std::int64_t kBlock = 64, kFewColumns = 8;
   for (std::int64_t r0 = first; r0 < end; r0 += kBlock) {
     const std::int64_t r1 = std::min(end, r0 + kBlock);
-    if (n <= kFewColumns) {
+    if (!tiles && n <= kFewColumns) {
       for (std::int64_t c = 0; c < n; c++) {
         const T *from = x.data + c * x.column_stride;
         T *to = t + c * t_stride;
@@ -41,10 +117,23 @@ void transpose_rows(const Rows<T> &x, std::int64_t first, std::int64_t end, std:
       }
       continue;
     }
-    for (std::int64_t c0 = 0; c0 < n; c0 += kBlock)
-      for (std::int64_t r = r0; r < r1; r++)
-        for (std::int64_t c = c0; c < std::min(n, c0 + kBlock); c++)
+    for (std::int64_t c0 = 0; c0 < n; c0 += kBlock) {
+      const std::int64_t c1 = std::min(n, c0 + kBlock);
+      std::int64_t r = r0;
+      if (tiles) {
+        for (; r + kTile<T> <= r1; r += kTile<T>) {
+          const T *from = x.data + r * x.row_stride;
+          T *to = t + (r - first);
+          std::int64_t c = c0;
+          for (; c + kTile<T> <= c1; c += kTile<T>) transpose_tile(from + c, x.row_stride, to + c * t_stride, t_stride);
+          for (; c < c1; c++)
+            for (std::int64_t k = 0; k < kTile<T>; k++) to[c * t_stride + k] = from[k * x.row_stride + c];
+        }
+      }
+      for (; r < r1; r++)
+        for (std::int64_t c = c0; c < c1; c++)
           t[c * t_stride + (r - first)] = x.data[r * x.row_stride + c * x.column_stride];
+    }
   }
 }
 
