@@ -205,17 +205,16 @@ int normalized_axis(const char *op, int axis) {
 // One AVX-512 vector of float32: 10^4 rows of 10^4 took 34 ms, against 42 with 32 lanes and 55 with 64
 // (JIT, 2-core Zen 4, 2026-11-24).
 constexpr std::int64_t kRowLanes = 16;
-// Whether contiguous rows of n take the lanes path: the partial kernel computes whole chunks of 32
-// blocks of kRowLanes (512 elements), and each of a row's partial results costs an exp in the
-// combine, so rows shorter than a chunk, or whose chunks exceed them by more than a quarter, take
-// the short rows' path below. 4 x 10^6 float32 elements as rows of n on the Zen 3 VM (from Python,
-// medians of 15-31 calls, 2026-11-29), lanes / short rows' path: n = 32 67 / 4-5 ms, 128 13.8 /
-// 3.3-3.5, 256 6.5 / 4.0-5.6, 512 3.7-4.3 / 4.1, 544 6.2-7.3 / about 3.7, 1024 2.7-3.6 / 4.1-4.2.
-constexpr std::int64_t kLanesChunk = 32 * kRowLanes;
-bool rows_take_lanes(std::int64_t n) {
-  const std::int64_t chunks = (n + kLanesChunk - 1) / kLanesChunk;
-  return n >= kLanesChunk && chunks * kLanesChunk * 4 <= n * 5;
-}
+// Contiguous rows of at least kLanesFrom elements take the lanes path, shorter ones the short
+// rows' path below. Each of the partial kernel's rows folds whole chunks of 32 blocks of kRowLanes
+// (512 elements), and rows of a few chunks ran at half the speed of longer ones. 4 x 10^6 and 32 x
+// 10^6 float32 elements as rows of n on the Zen 5 VM (from Python, medians of 31 calls,
+// 2026-11-29), lanes / short rows' path in ms: n = 512 3.1 / 1.3 and 23.3 / 12.1, 1024 1.9 / 1.2
+// and 15.1 / 12.3, 1536 1.5 / 1.1 and 12.9 / 12.5, 2048 1.3 / 1.2 and 9.9 / 13.5, 4096 0.9 / 1.3
+// and 8.1 / 13.6 (on the Zen 3 VM, with the transposes element by element, the lanes path had
+// been the faster from 1024: docs/performance-notes.md). Rows of 2048 and more exceed their chunks
+// by less than a quarter.
+constexpr std::int64_t kLanesFrom = 4 * 32 * kRowLanes;
 
 // scipy's rule on one row of partial results (and elements), in double.
 double logsumexp_of(const std::vector<double> &v) {
@@ -327,7 +326,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     return;
   }
   const bool host = x.memory() == Memory::host && out.memory() == Memory::host;
-  if (xi.extent == 1 && host && x.stride(axis) == 1 && rows_take_lanes(x.shape(axis)))
+  if (xi.extent == 1 && host && x.stride(axis) == 1 && x.shape(axis) >= kLanesFrom)
     return logsumexp_rows(op, x.data(), xo.extent, xo.stride, x.shape(axis), out.data(), oo.stride, options);
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
     // The backend from out (x is host memory, which runs anywhere; only the tasks' transposes of it
