@@ -76,11 +76,14 @@ void dot_interleaved(Call &call, const View<const T, 2> &a, const View<const T, 
 // Rows shorter than the row kernel's block of 32 lanes make every product a scalar one in its tail,
 // and each row pays a chunk's overhead (4 x 10^6 rows of 1 float32 took 39 ms, (a * b).sum(1) 30).
 // Rows shorter than this take the column kernel on each task's transposed runs of a and b instead:
-// on the Zen 3 VM (float32, from Python, row kernel / runs) rows of 3, 7, 8 and 12 ran 1.5-4.5x
-// faster from 16384 rows on, as fast or faster from 64 rows (64 x 3: 3.3-3.9 / 2.3 us; 500 x 8 and
-// 500 x 12 within the noise); rows of 16 were faster so only when out of cache (16384 x 16: 294 /
-// 415 us; 250000 x 16: 5.4-5.7 / 3.6-4.3 ms). docs/performance-notes.md.
-constexpr std::int64_t kShortDotRow = 16;
+// on the Zen 3 VM (float32, from Python, row kernel / runs, transposes element by element) rows
+// of 3, 7, 8 and 12 ran 1.5-4.5x faster from 16384 rows on, as fast or faster from 64 rows. With
+// the transposes by tiles, on the Zen 5 VM (2026-11-29, row kernel / runs): float32 rows of 16 to
+// 31 1.1-2x faster from 500 rows on (500 x 16: 9.4-9.6 / 6.4 us; 16384 x 31: 225-239 / 120-124 us;
+// 10^6 x 16: 14.4-14.8 / 8.2-8.6 ms), 64 rows as fast; float64 as fast or faster (10^6 x 16: 17.6-18.5
+// / 15.0-15.2 ms); rows of 32 and more faster on the row kernel in cache (4 x 10^6 elements as rows
+// of 40: 1.4 / 1.6 ms). docs/performance-notes.md.
+constexpr std::int64_t kShortDotRow = 32;
 
 template <class T>
 void dot_short_rows(const View<const T, 2> &a, const View<const T, 2> &b, const View<T, 1> &out,
