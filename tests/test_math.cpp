@@ -535,6 +535,27 @@ const char *to_string(Where w) {
   return w == Where::cpu ? "cpu" : w == Where::cuda_host_memory ? "cuda, host memory" : "cuda, CUDA memory";
 }
 
+// out against the double-precision reference of x's values along axis a (0 <= a < N): finite
+// results within tolerance; -inf, +inf and NaN exactly.
+template <class T, int N>
+void expect_logsumexp_of(const Array<T, N> &x, int a, const Array<T, N - 1> &out) {
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < a; d++) outer *= x.shape(d);
+  for (int d = a + 1; d < N; d++) inner *= x.shape(d);
+  const auto expected = reference::logsumexp(to_doubles(x), outer, x.shape(a), inner);
+  const auto got = to_doubles(out);
+  std::vector<double> got_finite, expected_finite;
+  for (std::size_t i = 0; i < got.size(); i++) {
+    if (std::isfinite(expected[i])) {
+      got_finite.push_back(got[i]), expected_finite.push_back(expected[i]);
+    } else {
+      EXPECT_TRUE((std::isnan(expected[i]) && std::isnan(got[i])) || got[i] == expected[i])
+          << "at " << i << ": got " << got[i] << ", expected " << expected[i];
+    }
+  }
+  EXPECT_TRUE(all_near(got_finite, expected_finite, tolerance::logsumexp<T>(x.shape(a))));
+}
+
 // Checks logsumexp over `axis` of a C-order array against the reference.
 template <class T, int N>
 void check_logsumexp(const Array<T, N> &x, int axis, Where where = Where::cpu) {
@@ -544,9 +565,6 @@ void check_logsumexp(const Array<T, N> &x, int axis, Where where = Where::cpu) {
   trace << "), axis " << axis << ", " << to_string(where);
   SCOPED_TRACE(trace.str());
   const int a = axis < 0 ? axis + N : axis;
-  std::int64_t outer = 1, inner = 1;
-  for (int d = 0; d < a; d++) outer *= x.shape(d);
-  for (int d = a + 1; d < N; d++) inner *= x.shape(d);
   typename Array<T, N - 1>::Extents out_shape{};
   for (int d = 0, j = 0; d < N; d++)
     if (d != a) out_shape[j++] = x.shape(d);
@@ -560,19 +578,7 @@ void check_logsumexp(const Array<T, N> &x, int axis, Where where = Where::cpu) {
   } else {
     hpipe::logsumexp(x.view(), axis, out.view(), {where == Where::cpu ? Device::cpu : Device::cuda});
   }
-  const auto expected = reference::logsumexp(to_doubles(x), outer, x.shape(a), inner);
-  // Finite results within tolerance; -inf, +inf and NaN exactly.
-  const auto got = to_doubles(out);
-  std::vector<double> got_finite, expected_finite;
-  for (std::size_t i = 0; i < got.size(); i++) {
-    if (std::isfinite(expected[i])) {
-      got_finite.push_back(got[i]), expected_finite.push_back(expected[i]);
-    } else {
-      EXPECT_TRUE((std::isnan(expected[i]) && std::isnan(got[i])) || got[i] == expected[i])
-          << "at " << i << ": got " << got[i] << ", expected " << expected[i];
-    }
-  }
-  EXPECT_TRUE(all_near(got_finite, expected_finite, tolerance::logsumexp<T>(x.shape(a))));
+  expect_logsumexp_of<T, N>(x, a, out);
   EXPECT_EQ(0, std::memcmp(before.data(), x.data(), sizeof(T) * x.size())) << "x was modified";
 }
 
@@ -636,9 +642,10 @@ TYPED_TEST(MathTyped, LogSumExpEveryAxisMatchesReference) { check_logsumexp_ever
 
 TYPED_TEST(MathTyped, LogSumExpSpecialValues) { check_logsumexp_special_values<TypeParam>(Where::cpu); }
 
-// Long contiguous rows take the lanes path (16 partial results per row or row segment, combined
-// in double with the row's tail): special values in the blocks and in the tail, a row of -inf,
-// many rows (one kernel call) and few rows (cut into segments), a long 1-D x.
+// Long contiguous rows, and few rows, take the lanes path (16 partial results per row or row
+// segment, combined in double with the row's tail): special values in the blocks and in the tail, a
+// row of -inf, many rows (one kernel call) and few rows (cut into segments), few short rows, a long
+// 1-D x.
 TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
@@ -653,6 +660,9 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   check_logsumexp<T, 2>(few, 1);
   const auto many = random_array<T, 2>({301, 2050}, 63, -5.0, 5.0);  // rows of 128 blocks + 2
   check_logsumexp<T, 2>(many, 1);
+  for (std::int64_t rows : {1, 2, 15})  // few rows take the lanes path from 16 elements on
+    for (std::int64_t n : {16, 17, 100, 511, 512, 1031, 2047})
+      check_logsumexp<T, 2>(random_array<T, 2>({rows, n}, std::uint32_t(rows * 7 + n), -30.0, 30.0), 1);
   auto v = random_array<T, 1>({1000003}, 64, -40.0, 10.0);
   v(123457) = T(12);
   const std::vector<double> ref = reference::logsumexp(to_doubles(v), 1, v.shape(0), 1);

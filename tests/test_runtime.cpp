@@ -15,12 +15,14 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "HalideRuntime.h"
+#include "runtime/src/row_runs.h"
 
 #include "schedules/knobs.h"
 #include "test_util.h"
@@ -331,6 +333,45 @@ TEST(Scratch, BlocksAreAlignedUsableAndApart) {
           << sizes[i] << " bytes, round " << round;
     for (unsigned char *p : blocks) halide_free(nullptr, p);
   }
+}
+
+// detail::transpose_rows (the short rows' paths of logsumexp and batched_dot, exp's gathered rows)
+// against the loop it stands for, element by element: rows of 0 to 70 elements (narrower than a
+// tile, whole tiles and a rest, past a block of 64 columns), dense, padded, reversed and repeated
+// (stride 0) rows, elements a stride apart, runs from a later row, scratch rows wider than the run
+// (the rest of each scratch row untouched).
+template <class T>
+void check_transposes() {
+  std::mt19937 rng(5);
+  const T untouched = T(-1);
+  for (std::int64_t n = 0; n <= 70; n++)
+    for (const char *layout : {"dense", "padded", "reversed", "repeated", "strided"}) {
+      const std::string name(layout);
+      const std::int64_t rows = 1 + std::int64_t(rng() % 150), first = std::int64_t(rng()) % rows;
+      const std::int64_t end = first + 1 + std::int64_t(rng()) % (rows - first), count = end - first;
+      const std::int64_t column_stride = name == "strided" ? 2 : 1;
+      const std::int64_t pitch = n * column_stride + (name == "padded" ? 3 : 0);
+      std::vector<T> storage(std::size_t(std::max<std::int64_t>(1, rows * pitch)));
+      for (std::size_t i = 0; i < storage.size(); i++) storage[i] = T(i + 1);
+      const T *base = name == "reversed" ? storage.data() + (rows - 1) * pitch : storage.data();
+      const std::int64_t row_stride = name == "reversed" ? -pitch : name == "repeated" ? 0 : pitch;
+      const std::int64_t t_stride = count + 5;
+      std::vector<T> t(std::size_t(n * t_stride), untouched);
+      hpipe::detail::transpose_rows(hpipe::detail::Rows<T>{base, row_stride, column_stride}, first, end, n, t.data(),
+                                    t_stride);
+      for (std::int64_t c = 0; c < n; c++)
+        for (std::int64_t i = 0; i < t_stride; i++) {
+          const std::int64_t r = first + i;
+          const T expected = i < count ? base[r * row_stride + c * column_stride] : untouched;
+          ASSERT_EQ(t[std::size_t(c * t_stride + i)], expected)
+              << name << " rows of " << n << ", rows [" << first << ", " << end << "), column " << c << ", row " << r;
+        }
+    }
+}
+
+TEST(RowRuns, TransposesAsTheLoopDoes) {
+  check_transposes<float>();
+  check_transposes<double>();
 }
 
 // An output whose elements share memory (a stride of 0: an expanded torch tensor given as out=)

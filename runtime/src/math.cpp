@@ -207,14 +207,22 @@ int normalized_axis(const char *op, int axis) {
 constexpr std::int64_t kRowLanes = 16;
 // Contiguous rows of at least kLanesFrom elements take the lanes path, shorter ones the short
 // rows' path below. Each of the partial kernel's rows folds whole chunks of 32 blocks of kRowLanes
-// (512 elements), and rows of a few chunks ran at half the speed of longer ones. 4 x 10^6 and 32 x
-// 10^6 float32 elements as rows of n on the Zen 5 VM (from Python, medians of 31 calls,
+// (512 elements), and rows of a chunk ran at a quarter of the speed of rows of 16 chunks. 4 x 10^6
+// and 32 x 10^6 float32 elements as rows of n on the Zen 5 VM (from Python, medians of 31 calls,
 // 2026-11-29), lanes / short rows' path in ms: n = 512 3.1 / 1.3 and 23.3 / 12.1, 1024 1.9 / 1.2
 // and 15.1 / 12.3, 1536 1.5 / 1.1 and 12.9 / 12.5, 2048 1.3 / 1.2 and 9.9 / 13.5, 4096 0.9 / 1.3
 // and 8.1 / 13.6 (on the Zen 3 VM, with the transposes element by element, the lanes path had
-// been the faster from 1024: docs/performance-notes.md). Rows of 2048 and more exceed their chunks
-// by less than a quarter.
+// been the faster from 768 on, about even at 512: docs/performance-notes.md). Rows of 2048 and
+// more exceed their chunks by less than a quarter.
 constexpr std::int64_t kLanesFrom = 4 * 32 * kRowLanes;
+// Fewer rows than this take the lanes path from kRowLanes elements on: the short rows' kernel
+// would fill few of its vector lanes, and a single row cannot go that way (float32 rows of 512 to
+// 2047, lanes / short rows' path: 1 row 1.7-2.3 / 10-40 us, 8 rows 14-15 / 11-27, 16 rows 20-26 /
+// 5-16; float64 alike).
+constexpr std::int64_t kFewRows = 16;
+bool rows_take_lanes(std::int64_t rows, std::int64_t n) {
+  return n >= kLanesFrom || (rows < kFewRows && n >= kRowLanes);
+}
 
 // scipy's rule on one row of partial results (and elements), in double.
 double logsumexp_of(const std::vector<double> &v) {
@@ -326,7 +334,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     return;
   }
   const bool host = x.memory() == Memory::host && out.memory() == Memory::host;
-  if (xi.extent == 1 && host && x.stride(axis) == 1 && x.shape(axis) >= kLanesFrom)
+  if (xi.extent == 1 && host && x.stride(axis) == 1 && rows_take_lanes(xo.extent, x.shape(axis)))
     return logsumexp_rows(op, x.data(), xo.extent, xo.stride, x.shape(axis), out.data(), oo.stride, options);
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
     // The backend from out (x is host memory, which runs anywhere; only the tasks' transposes of it

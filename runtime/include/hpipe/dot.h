@@ -6,7 +6,7 @@
 // layout, or one operand of each kind, is first copied densely (measured: BM_dot_transposed,
 // BM_dot_mixed in hpipe_bench). Transposed views of dense (K, N) host arrays with N < 64 (few
 // long rows) are read as N * ceil(64 / N) interleaved columns, so the vectors are full; their
-// sums are combined in double (same bound). On the CPU, rows shorter than 16 in any other layout
+// sums are combined in double (same bound). On the CPU, rows shorter than 32 in any other layout
 // are transposed a few thousand at a time into scratch that stays in cache and summed by the
 // column-major kernel (its order of sums).
 //
