@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "reference/dot_reference.h"
@@ -109,6 +110,35 @@ TYPED_TEST(DotTyped, TransposedMatchesReference) {
   for (const auto &s : kTransposedShapes) check_transposed<TypeParam>(s, Device::cpu, seed += 2);
   for (const auto &s : kTransposedShapes) check_transposed<TypeParam>(s, Device::cpu, seed += 2, -1.0);
   check_transposed<TypeParam>({3, 1000000}, Device::cpu, 9);
+}
+
+// Transposed views a few elements into a cache line (as NumPy allocates): where a and b reach a
+// line together, the columns before it run as a call of their own, bit for bit as from copies on a
+// line; b at another place in its line, one call. Within the bound either way.
+TYPED_TEST(DotTyped, TransposedViewsOffACacheLine) {
+  using T = TypeParam;
+  constexpr std::int64_t k = 37, pitch = 1024, n = pitch - 16;  // K rows of (K, N) a whole number of lines apart
+  const auto a_space = random_array<T, 2>({k, pitch}, 81), b_space = random_array<T, 2>({k, pitch}, 82);
+  const auto view = [&](const Array<T, 2> &space, std::int64_t offset) {
+    return View<const T, 2>(space.data() + offset, {n, k}, {1, pitch});
+  };
+  Array<T, 2> a_copy({k, n}), b_copy({k, n});
+  for (std::int64_t a_offset : {1, 3}) {
+    for (std::int64_t b_offset : {a_offset, a_offset + 1}) {
+      SCOPED_TRACE("a " + std::to_string(a_offset) + ", b " + std::to_string(b_offset) + " elements into a line");
+      for (std::int64_t r = 0; r < k; r++) {
+        std::copy_n(&a_space(r, a_offset), n, &a_copy(r, 0));
+        std::copy_n(&b_space(r, b_offset), n, &b_copy(r, 0));
+      }
+      auto out = poisoned<T, 1>({n}), aligned = poisoned<T, 1>({n});
+      batched_dot(view(a_space, a_offset), view(b_space, b_offset), out.view(), {Device::cpu});
+      batched_dot(View<const T, 2>(a_copy.data(), {n, k}, {1, n}), View<const T, 2>(b_copy.data(), {n, k}, {1, n}),
+                  aligned.view(), {Device::cpu});
+      EXPECT_EQ(0, std::memcmp(out.data(), aligned.data(), sizeof(T) * n));
+      EXPECT_TRUE(within_dot_bound<T>(to_doubles(out), to_doubles(view(a_space, a_offset)),
+                                      to_doubles(view(b_space, b_offset)), n, k));
+    }
+  }
 }
 
 TYPED_TEST(DotTyped, TransposedMatchesReferenceOnCuda) {

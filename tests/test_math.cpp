@@ -669,6 +669,32 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, tolerance::logsumexp<T>(v.shape(0))));
 }
 
+// x a few elements into a cache line (as NumPy allocates): the columns before the line (axis 0)
+// run as a call of their own, bit for bit as from a copy on a line; along rows of the lanes path
+// each row's elements before the line are combined with its tail (special values among them).
+TYPED_TEST(MathTyped, LogSumExpOffACacheLine) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  constexpr std::int64_t rows = 37, pitch = 2560, columns = pitch - 16;  // rows a whole number of lines apart
+  auto space = random_array<T, 2>({rows, pitch}, 71, -20.0, 20.0);
+  for (std::int64_t offset : {1, 3, 5}) {  // elements into the line: the first 64 / sizeof(T) - offset elements lead
+    T *first = space.data() + offset;
+    first[3 * pitch + 2] = nan, first[4 * pitch + 1] = inf, first[5 * pitch] = T(90), first[6 * pitch + 2] = -inf;
+    const View<const T, 2> x(first, {rows, columns}, {pitch, 1});
+    Array<T, 2> copy({rows, columns});
+    for (std::int64_t r = 0; r < rows; r++) std::copy_n(first + r * pitch, columns, &copy(r, 0));
+    const auto down = hpipe::logsumexp(x, 0, {Device::cpu}),
+               down_copy = hpipe::logsumexp(copy.view(), 0, {Device::cpu});
+    EXPECT_EQ(0, std::memcmp(down.data(), down_copy.data(), sizeof(T) * columns)) << "offset " << offset;
+    auto along = poisoned<T, 1>({rows});
+    hpipe::logsumexp(x, 1, along.view(), {Device::cpu});
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    expect_logsumexp_of<T, 2>(copy, 1, along);
+    const auto single = hpipe::logsumexp(View<const T, 1>(first + 7 * pitch, {columns}), {Device::cpu});
+    EXPECT_EQ(single, along(7));
+  }
+}
+
 // Values that rise along the axis: every chunk leads, so every fold rescales the running sum, and
 // the rescaling factors' errors add up over thousands of folds (steps from 1e-4 to 3 per row).
 TYPED_TEST(MathTyped, LogSumExpRisingAlongTheAxis) {

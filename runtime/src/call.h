@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -135,6 +136,20 @@ std::int64_t items_per_call(const Views &...views) {
 template <class F>
 void for_each_part(std::int64_t items, std::int64_t per_call, const F &f) {
   for (std::int64_t first = 0; first < items; first += per_call) f(first, std::min(per_call, items - first));
+}
+
+// Elements before a host view's innermost rows (contiguous) reach a cache line, where every row
+// starts at the same place in one; else 0. Kernels' vectors load whole lines from there on, so ops
+// run those first elements apart: a NumPy array starts 16 bytes into a line (logsumexp along axis 0
+// of 10^4 x 10^4 float64 took 58 ms so against 46 from a line, Zen 5, AVX-512).
+template <class T, int R>
+std::int64_t elements_before_line(const View<T, R> &v) {
+  constexpr std::int64_t kLine = 64;
+  const auto address = reinterpret_cast<std::uintptr_t>(v.data());
+  if (v.memory() != Memory::host || v.stride(R - 1) != 1 || address % sizeof(T) != 0) return 0;
+  for (int d = 0; d < R - 1; d++)
+    if (v.shape(d) > 1 && v.stride(d) * std::int64_t(sizeof(T)) % kLine != 0) return 0;
+  return std::int64_t((kLine - address % kLine) % kLine) / std::int64_t(sizeof(T));
 }
 
 // Throws "hpipe::<op>: <name>: its elements may share memory ..." unless an output's elements each

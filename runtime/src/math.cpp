@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "block_cache.h"
@@ -250,7 +252,11 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
   const std::int64_t workers = std::max(1, num_threads());
   const std::int64_t segments =
       rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / (kRowLanes * 256), 1, 16 * workers);
-  const std::int64_t blocks = n / (segments * kRowLanes), covered = segments * blocks * kRowLanes;
+  // The elements before each long row reaches a cache line (detail::elements_before_line) are combined
+  // here, as the row's last n % kRowLanes are.
+  const std::int64_t lead =
+      n >= kLanesFrom ? detail::elements_before_line(View<const T, 2>(x, {rows, n}, {row_stride, 1})) : 0;
+  const std::int64_t blocks = (n - lead) / (segments * kRowLanes), covered = lead + segments * blocks * kRowLanes;
   // Partial results: (row, segment, lane).
   const detail::ScratchArray<double, 2> partial({rows * segments, kRowLanes});
   auto reduce = [&](const T *first, std::int64_t outer, std::int64_t outer_stride, double *into) {
@@ -261,15 +267,16 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
     call.run(MathKernels<T>::logsumexp_partial, xa, oa);
   };
   if (segments == 1) {
-    reduce(x, rows, row_stride, partial.data());
+    reduce(x + lead, rows, row_stride, partial.data());
   } else {
     for (std::int64_t r = 0; r < rows; r++)
-      reduce(x + r * row_stride, segments, blocks * kRowLanes, partial.data() + r * segments * kRowLanes);
+      reduce(x + r * row_stride + lead, segments, blocks * kRowLanes, partial.data() + r * segments * kRowLanes);
   }
   std::vector<double> values;
   for (std::int64_t r = 0; r < rows; r++) {
     const double *p = partial.data() + r * segments * kRowLanes;
     values.assign(p, p + segments * kRowLanes);
+    for (std::int64_t c = 0; c < lead; c++) values.push_back(x[r * row_stride + c]);
     for (std::int64_t c = covered; c < n; c++) values.push_back(x[r * row_stride + c]);
     out[r * out_stride] = static_cast<T>(logsumexp_of(values));
   }
@@ -355,13 +362,22 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     call.run(MathKernels<T>::logsumexp, xa, oa);
     return;
   }
-  Call call(op, options);
   const View<const T, 3> x3(x.data(), {xo.extent, x.shape(axis), xi.extent}, {xo.stride, x.stride(axis), xi.stride},
                             x.memory());
   const View<T, 2> o2(out.data(), {oo.extent, oi.extent}, {oo.stride, oi.stride}, out.memory());
-  auto xa = call.input("x", x3);
-  auto oa = call.output("out", o2);
-  call.run(MathKernels<T>::logsumexp, xa, oa);
+  // The columns before x's rows reach a cache line (detail::elements_before_line) run as a call of
+  // their own, where enough columns follow.
+  const std::int64_t before_line = detail::elements_before_line(x3);
+  const std::int64_t lead = xi.extent - before_line >= 256 ? before_line : 0;
+  for (const auto &[first, count] : {std::pair{std::int64_t(0), lead}, std::pair{lead, xi.extent - lead}}) {
+    if (count == 0) continue;
+    Call call(op, options);
+    auto xa = call.input("x", View<const T, 3>(x3.data() + first * x3.stride(2), {x3.shape(0), x3.shape(1), count},
+                                               x3.strides(), x3.memory()));
+    auto oa = call.output(
+        "out", View<T, 2>(o2.data() + first * o2.stride(1), {o2.shape(0), count}, o2.strides(), o2.memory()));
+    call.run(MathKernels<T>::logsumexp, xa, oa);
+  }
 }
 
 template <class T>
