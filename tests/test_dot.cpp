@@ -118,7 +118,8 @@ TYPED_TEST(DotTyped, TransposedMatchesReference) {
 TYPED_TEST(DotTyped, TransposedViewsOffACacheLine) {
   using T = TypeParam;
   constexpr std::int64_t k = 37, pitch = 1024, n = pitch - 16;  // K rows of (K, N) a whole number of lines apart
-  const auto a_space = random_array<T, 2>({k, pitch}, 81), b_space = random_array<T, 2>({k, pitch}, 82);
+  auto a_space = random_array<T, 2>({k + 2, pitch}, 81);        // two rows to spare for an out beside a
+  const auto b_space = random_array<T, 2>({k, pitch}, 82);
   const auto view = [&](const Array<T, 2> &space, std::int64_t offset) {
     return View<const T, 2>(space.data() + offset, {n, k}, {1, pitch});
   };
@@ -139,6 +140,13 @@ TYPED_TEST(DotTyped, TransposedViewsOffACacheLine) {
                                       to_doubles(view(b_space, b_offset)), n, k));
     }
   }
+  // An out whose first elements are a's last ones (columns after the line), the rest beside a: no
+  // part's call sees the overlap, the whole views' check does.
+  const auto before = to_doubles(a_space);
+  EXPECT_HPIPE_ERROR(
+      batched_dot(view(a_space, 1), view(b_space, 1), View<T, 1>(&a_space(k - 1, 1 + n - 3), {n}), {Device::cpu}),
+      "out: overlaps input a");
+  EXPECT_EQ(to_doubles(a_space), before);
 }
 
 TYPED_TEST(DotTyped, TransposedMatchesReferenceOnCuda) {

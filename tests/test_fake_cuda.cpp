@@ -121,6 +121,32 @@ TEST_F(FakeCuda, HostArraysGoToTheDeviceAndBack) {
   EXPECT_TRUE(same_values(x, x_before));
 }
 
+// Host arrays a few elements into a cache line, which the CPU paths split at the line
+// (detail::elements_before_line): on CUDA each op is still the calls an array on a line makes.
+TEST_F(FakeCuda, HostArraysOffACacheLineAreNotSplit) {
+  constexpr std::int64_t rows = 20, pitch = 1024, columns = pitch - 16;
+  const auto space = random_array<float, 2>({rows, pitch}, 4);
+  const View<const float, 2> on_line(space.data(), {rows, columns}, {pitch, 1}),
+      off_line(space.data() + 1, {rows, columns}, {pitch, 1});
+  const auto launches = [](const auto &run) {
+    const Counts before = Counts::now();
+    run();
+    return Counts::now().since(before).launches;
+  };
+  auto out = poisoned<float, 1>({columns});
+  const auto logsumexp_down = [&](const View<const float, 2> &x) {
+    return launches([&] { logsumexp(x, 0, out.view(), kOnCuda); });
+  };
+  EXPECT_EQ(logsumexp_down(off_line), logsumexp_down(on_line));
+  const auto transposed = [](const View<const float, 2> &x) {
+    return View<const float, 2>(x.data(), {x.shape(1), x.shape(0)}, {x.stride(1), x.stride(0)});
+  };
+  const auto dot_of = [&](const View<const float, 2> &x) {
+    return launches([&] { batched_dot(transposed(x), transposed(x), out.view(), kOnCuda); });
+  };
+  EXPECT_EQ(dot_of(off_line), dot_of(on_line));
+}
+
 TEST_F(FakeCuda, StridedHostOutputGetsItsElementsOnly) {
   const auto x = random_array<double, 2>({9, 14}, 2);
   auto base = poisoned<double, 2>({9, 29});

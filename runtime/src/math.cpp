@@ -365,18 +365,20 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   const View<const T, 3> x3(x.data(), {xo.extent, x.shape(axis), xi.extent}, {xo.stride, x.stride(axis), xi.stride},
                             x.memory());
   const View<T, 2> o2(out.data(), {oo.extent, oi.extent}, {oo.stride, oi.stride}, out.memory());
-  // The columns before x's rows reach a cache line (detail::elements_before_line) run as a call of
-  // their own, where enough columns follow.
-  const std::int64_t before_line = detail::elements_before_line(x3);
-  const std::int64_t lead = xi.extent - before_line >= 256 ? before_line : 0;
+  Call call(op, options);
+  auto xa = call.input("x", x3);
+  auto oa = call.output("out", o2);
+  // On the CPU, the columns before x's rows reach a cache line (detail::elements_before_line) run
+  // as a call of their own, where enough columns follow.
+  const std::int64_t lead = detail::elements_before_line(x3);
+  if (lead == 0 || xi.extent - lead < 256 || call.uses_cuda()) return call.run(MathKernels<T>::logsumexp, xa, oa);
   for (const auto &[first, count] : {std::pair{std::int64_t(0), lead}, std::pair{lead, xi.extent - lead}}) {
-    if (count == 0) continue;
-    Call call(op, options);
-    auto xa = call.input("x", View<const T, 3>(x3.data() + first * x3.stride(2), {x3.shape(0), x3.shape(1), count},
+    Call part(op, options);
+    auto xp = part.input("x", View<const T, 3>(x3.data() + first * x3.stride(2), {x3.shape(0), x3.shape(1), count},
                                                x3.strides(), x3.memory()));
-    auto oa = call.output(
+    auto outp = part.output(
         "out", View<T, 2>(o2.data() + first * o2.stride(1), {o2.shape(0), count}, o2.strides(), o2.memory()));
-    call.run(MathKernels<T>::logsumexp, xa, oa);
+    part.run(MathKernels<T>::logsumexp, xp, outp);
   }
 }
 
