@@ -112,13 +112,14 @@ TYPED_TEST(DotTyped, TransposedMatchesReference) {
   check_transposed<TypeParam>({3, 1000000}, Device::cpu, 9);
 }
 
-// Transposed views a few elements into a cache line (as NumPy allocates): where a and b reach a
-// line together, the columns before it run as a call of their own, bit for bit as from copies on a
-// line; b at another place in its line, one call. Within the bound either way.
+// Transposed views a few elements into a cache line (as NumPy allocates), over
+// detail::kSplitAtLineFromBytes: where a and b reach a line together, the columns before it run as
+// a call of their own, bit for bit as from copies on a line; b at another place in its line, one
+// call. Within the bound either way.
 TYPED_TEST(DotTyped, TransposedViewsOffACacheLine) {
   using T = TypeParam;
-  constexpr std::int64_t k = 37, pitch = 1024, n = pitch - 16;  // K rows of (K, N) a whole number of lines apart
-  auto a_space = random_array<T, 2>({k + 2, pitch}, 81);        // two rows to spare for an out beside a
+  constexpr std::int64_t k = 300, pitch = 1024, n = pitch - 16;  // K rows of (K, N) a whole number of lines apart
+  auto a_space = random_array<T, 2>({k + 2, pitch}, 81);         // two rows to spare for an out beside a
   const auto b_space = random_array<T, 2>({k, pitch}, 82);
   const auto view = [&](const Array<T, 2> &space, std::int64_t offset) {
     return View<const T, 2>(space.data() + offset, {n, k}, {1, pitch});

@@ -140,8 +140,12 @@ void for_each_part(std::int64_t items, std::int64_t per_call, const F &f) {
 
 // Elements before a host view's innermost rows (contiguous) reach a cache line, where every row
 // starts at the same place in one; else 0. Kernels' vectors load whole lines from there on, so ops
-// run those first elements apart: a NumPy array starts 16 bytes into a line (logsumexp along axis 0
-// of 10^4 x 10^4 float64 took 58 ms so against 46 from a line, Zen 5, AVX-512).
+// whose results do not depend on it run those first elements apart, as a kernel call of their own,
+// for views of at least kSplitAtLineFromBytes: a NumPy array starts 16 bytes into a line (logsumexp
+// along axis 0 of 10^4 x 10^4 float64 took 59-97 ms so against 46-52 from a line, Zen 5, AVX-512),
+// and a call costs about a microsecond (logsumexp down 8 x 320 float32: 4.8-5.0 us split, 3.9-4.1
+// not).
+constexpr std::int64_t kSplitAtLineFromBytes = std::int64_t(1) << 20;
 template <class T, int R>
 std::int64_t elements_before_line(const View<T, R> &v) {
   constexpr std::int64_t kLine = 64;

@@ -252,11 +252,7 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
   const std::int64_t workers = std::max(1, num_threads());
   const std::int64_t segments =
       rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / (kRowLanes * 256), 1, 16 * workers);
-  // The elements before each long row reaches a cache line (detail::elements_before_line) are combined
-  // here, as the row's last n % kRowLanes are.
-  const std::int64_t lead =
-      n >= kLanesFrom ? detail::elements_before_line(View<const T, 2>(x, {rows, n}, {row_stride, 1})) : 0;
-  const std::int64_t blocks = (n - lead) / (segments * kRowLanes), covered = lead + segments * blocks * kRowLanes;
+  const std::int64_t blocks = n / (segments * kRowLanes), covered = segments * blocks * kRowLanes;
   // Partial results: (row, segment, lane).
   const detail::ScratchArray<double, 2> partial({rows * segments, kRowLanes});
   auto reduce = [&](const T *first, std::int64_t outer, std::int64_t outer_stride, double *into) {
@@ -267,16 +263,15 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
     call.run(MathKernels<T>::logsumexp_partial, xa, oa);
   };
   if (segments == 1) {
-    reduce(x + lead, rows, row_stride, partial.data());
+    reduce(x, rows, row_stride, partial.data());
   } else {
     for (std::int64_t r = 0; r < rows; r++)
-      reduce(x + r * row_stride + lead, segments, blocks * kRowLanes, partial.data() + r * segments * kRowLanes);
+      reduce(x + r * row_stride, segments, blocks * kRowLanes, partial.data() + r * segments * kRowLanes);
   }
   std::vector<double> values;
   for (std::int64_t r = 0; r < rows; r++) {
     const double *p = partial.data() + r * segments * kRowLanes;
     values.assign(p, p + segments * kRowLanes);
-    for (std::int64_t c = 0; c < lead; c++) values.push_back(x[r * row_stride + c]);
     for (std::int64_t c = covered; c < n; c++) values.push_back(x[r * row_stride + c]);
     out[r * out_stride] = static_cast<T>(logsumexp_of(values));
   }
@@ -369,9 +364,11 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   auto xa = call.input("x", x3);
   auto oa = call.output("out", o2);
   // On the CPU, the columns before x's rows reach a cache line (detail::elements_before_line) run
-  // as a call of their own, where enough columns follow.
+  // as a call of their own, where enough columns follow and x is large enough to repay a call.
   const std::int64_t lead = detail::elements_before_line(x3);
-  if (lead == 0 || xi.extent - lead < 256 || call.uses_cuda()) return call.run(MathKernels<T>::logsumexp, xa, oa);
+  if (lead == 0 || xi.extent - lead < 256 || x3.size() * std::int64_t(sizeof(T)) < detail::kSplitAtLineFromBytes ||
+      call.uses_cuda())
+    return call.run(MathKernels<T>::logsumexp, xa, oa);
   for (const auto &[first, count] : {std::pair{std::int64_t(0), lead}, std::pair{lead, xi.extent - lead}}) {
     Call part(op, options);
     auto xp = part.input("x", View<const T, 3>(x3.data() + first * x3.stride(2), {x3.shape(0), x3.shape(1), count},

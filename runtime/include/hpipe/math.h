@@ -46,13 +46,14 @@
 // float64: within (n + 4) 2^-53 (1 + |result|) for a reduction of n elements. The output has x's
 // shape without `axis` (scipy's keepdims=False); negative axes count from the end. Reducing the
 // last (contiguous) axis of rows of at least 2048, or of fewer than 16 rows of at least 16, reads
-// them in place, as blocks of 16 lanes (from the first cache line on, where every row starts at
-// the same place in one) whose 16 partial results per row are combined in double with the row's
-// other elements; other (or strided) rows are transposed a few thousand at a time into scratch
-// that stays in cache (on CUDA: all of x, for one call). A call with fewer than two such rows per
-// thread cuts long rows into segments, each with its partial results, so that every thread has
-// work: those results can differ in the last bit (within the bounds above) from a call with
-// another thread count or more rows. Every other result is the same bits whatever the threads.
+// them in place, as blocks of 16 lanes whose 16 partial results per row are combined in double
+// with the row's other elements; other (or strided) rows are transposed a few thousand at a time
+// into scratch that stays in cache (on CUDA: all of x, for one call). So a row of 16 to 2047
+// elements can differ in the last bit (within the bounds above) between a call with fewer than 16
+// rows and one with more. A call with fewer than two rows of the first kind per thread cuts long
+// rows into segments, each with its partial results, so that every thread has work: those results
+// can differ in the last bit from a call with another thread count or more rows. Every other
+// result is the same bits whatever the threads and wherever x lies in memory.
 #pragma once
 
 #include <cstdint>
