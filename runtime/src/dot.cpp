@@ -2,7 +2,6 @@
 
 #include <array>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include "call.h"
@@ -152,9 +151,8 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
     // Each part's call sees only its columns.
     detail::check_disjoint("batched_dot", "out", out, "a", a);
     detail::check_disjoint("batched_dot", "out", out, "b", b);
-    const auto columns = [](const auto &v, std::int64_t first, std::int64_t count) {
-      return std::remove_cv_t<std::remove_reference_t<decltype(v)>>(v.data() + first * v.stride(1), {v.shape(0), count},
-                                                                    v.strides(), v.memory());
+    const auto columns = [](const View<const T, 2> &v, std::int64_t first, std::int64_t count) {
+      return View<const T, 2>(v.data() + first * v.stride(1), {v.shape(0), count}, v.strides(), v.memory());
     };
     for (const auto &[first, count] : {std::pair{std::int64_t(0), lead}, std::pair{lead, at.shape(1) - lead}}) {
       Call part("batched_dot", options);
