@@ -112,10 +112,9 @@ TYPED_TEST(DotTyped, TransposedMatchesReference) {
   check_transposed<TypeParam>({3, 1000000}, Device::cpu, 9);
 }
 
-// Transposed views a few elements into a cache line (as NumPy allocates), over
-// detail::kSplitAtLineFromBytes: where a and b reach a line together, the columns before it run as
-// a call of their own, bit for bit as from copies on a line; b at another place in its line, one
-// call. Within the bound either way.
+// Transposed views a few elements into a cache line (as NumPy allocates), over 1 MiB: where a and b
+// reach a line together, the columns before it run as a call of their own, bit for bit as from
+// copies on a line; b at another place in its line, one call. Within the bound either way.
 TYPED_TEST(DotTyped, TransposedViewsOffACacheLine) {
   using T = TypeParam;
   constexpr std::int64_t k = 300, pitch = 1024, n = pitch - 16;  // K rows of (K, N) a whole number of lines apart

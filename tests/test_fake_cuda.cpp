@@ -122,9 +122,9 @@ TEST_F(FakeCuda, HostArraysGoToTheDeviceAndBack) {
 }
 
 // Host arrays a few elements into a cache line, which the CPU paths split at the line
-// (detail::elements_before_line): on CUDA each op is still the calls an array on a line makes.
+// (detail::columns_before_line): on CUDA each op is still the calls an array on a line makes.
 TEST_F(FakeCuda, HostArraysOffACacheLineAreNotSplit) {
-  constexpr std::int64_t rows = 300, pitch = 1024, columns = pitch - 16;  // past kSplitAtLineFromBytes
+  constexpr std::int64_t rows = 300, pitch = 1024, columns = pitch - 16;  // past 1 MiB
   const auto space = random_array<float, 2>({rows, pitch}, 4);
   const View<const float, 2> on_line(space.data(), {rows, columns}, {pitch, 1}),
       off_line(space.data() + 1, {rows, columns}, {pitch, 1});

@@ -671,9 +671,9 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   EXPECT_TRUE(all_near({double(hpipe::logsumexp(v.view(), {Device::cpu}))}, ref, tolerance::logsumexp<T>(v.shape(0))));
 }
 
-// x a few elements into a cache line (as NumPy allocates) and over detail::kSplitAtLineFromBytes:
-// the columns before the line (axis 0) run as a call of their own, bit for bit as from a copy on a
-// line; along rows (the lanes path) the same bits too, special values among the first elements.
+// x a few elements into a cache line (as NumPy allocates) and over 1 MiB: the columns before the
+// line (axis 0) run as a call of their own, bit for bit as from a copy on a line; along rows (the
+// lanes path) the same bits too, special values among the first elements.
 TYPED_TEST(MathTyped, LogSumExpOffACacheLine) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();

@@ -138,22 +138,24 @@ void for_each_part(std::int64_t items, std::int64_t per_call, const F &f) {
   for (std::int64_t first = 0; first < items; first += per_call) f(first, std::min(per_call, items - first));
 }
 
-// Elements before a host view's innermost rows (contiguous) reach a cache line, where every row
-// starts at the same place in one; else 0. Kernels' vectors load whole lines from there on, so ops
-// whose results do not depend on it run those first elements apart, as a kernel call of their own,
-// for views of at least kSplitAtLineFromBytes: a NumPy array starts 16 bytes into a line (logsumexp
-// along axis 0 of 10^4 x 10^4 float64 took 59-97 ms so against 46-52 from a line, Zen 5, AVX-512),
-// and a call costs about a microsecond (logsumexp down 8 x 320 float32: 4.8-5.0 us split, 3.9-4.1
-// not).
-constexpr std::int64_t kSplitAtLineFromBytes = std::int64_t(1) << 20;
+// The columns (innermost elements, contiguous) before every row of a host view reaches a cache line,
+// where every row starts at the same place in one, there are enough columns after them and the view
+// is large enough to repay a kernel call; else 0. Kernels' vectors load whole lines from there on,
+// so ops whose results do not depend on it run those columns as a call of their own (on the CPU): a
+// NumPy array starts 16 bytes into a line (logsumexp along axis 0 of 10^4 x 10^4 float64 took 59-97
+// ms so against 46-52 from a line, Zen 5, AVX-512), and a call costs about a microsecond (logsumexp
+// down 8 x 320 float32: 4.8-5.0 us split, 3.9-4.1 not).
 template <class T, int R>
-std::int64_t elements_before_line(const View<T, R> &v) {
-  constexpr std::int64_t kLine = 64;
+std::int64_t columns_before_line(const View<T, R> &v) {
+  constexpr std::int64_t kLine = 64, kFewestColumnsAfter = 256, kFewestBytes = std::int64_t(1) << 20;
   const auto address = reinterpret_cast<std::uintptr_t>(v.data());
-  if (v.memory() != Memory::host || v.stride(R - 1) != 1 || address % sizeof(T) != 0) return 0;
+  if (v.memory() != Memory::host || v.stride(R - 1) != 1 || address % sizeof(T) != 0 ||
+      v.size() * std::int64_t(sizeof(T)) < kFewestBytes)
+    return 0;
   for (int d = 0; d < R - 1; d++)
     if (v.shape(d) > 1 && v.stride(d) * std::int64_t(sizeof(T)) % kLine != 0) return 0;
-  return std::int64_t((kLine - address % kLine) % kLine) / std::int64_t(sizeof(T));
+  const std::int64_t lead = std::int64_t((kLine - address % kLine) % kLine) / std::int64_t(sizeof(T));
+  return v.shape(R - 1) - lead >= kFewestColumnsAfter ? lead : 0;
 }
 
 // Throws "hpipe::<op>: <name>: its elements may share memory ..." unless an output's elements each

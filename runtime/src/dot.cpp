@@ -137,16 +137,14 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
   }
   if (column_major(a) && column_major(b)) {
     // On the CPU, the columns before a's and b's rows reach a cache line, where both reach one
-    // together (detail::elements_before_line) and a is large enough to repay a call, run as a call
-    // of their own (transposed 4096 x 4096 float64 from 16 bytes into a line: 6.0-8.4 ms against
-    // 4.0-6.1 split, Zen 5).
+    // together (detail::columns_before_line), run as a call of their own (transposed 4096 x 4096
+    // float64 from 16 bytes into a line: 6.0-8.4 ms against 4.0-6.1 split, Zen 5).
     const View<const T, 2> at = transposed(a), bt = transposed(b);
     auto aa = call.input("a", at);
     auto ba = call.input("b", bt);
     auto oa = call.output("out", out);
-    const std::int64_t lead = detail::elements_before_line(at);
-    if (lead == 0 || lead != detail::elements_before_line(bt) || at.shape(1) - lead < 256 ||
-        at.size() * std::int64_t(sizeof(T)) < detail::kSplitAtLineFromBytes || call.uses_cuda())
+    const std::int64_t lead = detail::columns_before_line(at);
+    if (lead == 0 || lead != detail::columns_before_line(bt) || call.uses_cuda())
       return call.run(DotKernels<T>::columns, aa, ba, oa);
     // Each part's call sees only its columns.
     detail::check_disjoint("batched_dot", "out", out, "a", a);

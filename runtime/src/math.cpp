@@ -363,12 +363,9 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   Call call(op, options);
   auto xa = call.input("x", x3);
   auto oa = call.output("out", o2);
-  // On the CPU, the columns before x's rows reach a cache line (detail::elements_before_line) run
-  // as a call of their own, where enough columns follow and x is large enough to repay a call.
-  const std::int64_t lead = detail::elements_before_line(x3);
-  if (lead == 0 || xi.extent - lead < 256 || x3.size() * std::int64_t(sizeof(T)) < detail::kSplitAtLineFromBytes ||
-      call.uses_cuda())
-    return call.run(MathKernels<T>::logsumexp, xa, oa);
+  // On the CPU, the columns before x's rows reach a cache line run as a call of their own.
+  const std::int64_t lead = detail::columns_before_line(x3);
+  if (lead == 0 || call.uses_cuda()) return call.run(MathKernels<T>::logsumexp, xa, oa);
   for (const auto &[first, count] : {std::pair{std::int64_t(0), lead}, std::pair{lead, xi.extent - lead}}) {
     Call part(op, options);
     auto xp = part.input("x", View<const T, 3>(x3.data() + first * x3.stride(2), {x3.shape(0), x3.shape(1), count},
