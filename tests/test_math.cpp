@@ -277,18 +277,23 @@ TYPED_TEST(MathTyped, RanksAndStridesMatchFlatCall) {
       }
     EXPECT_EQ(0, std::memcmp(wide.data(), copy.data(), sizeof(T) * wide.size())) << "x was modified";
 
-    // A transposed x, and every other column of a wider one, into a dense y: rows gathered in runs
-    // on hpipe's threads (several runs, the last one shorter).
+    // A transposed x, and every other column of a wider one, into a dense y: rows gathered in tiles
+    // on hpipe's threads (tiles of whole rows, the last one shorter; few rows, tiles of a part of
+    // each row, the last one narrower; rows two elements apart and in reverse order).
     const auto big = random_array<T, 2>({901, 2 * 703}, 14, 0.1, 3.0);
-    for (const View<const T, 2> &x : {View<const T, 2>(big.data(), {703, 901}, {1, 2 * 703}),
-                                      View<const T, 2>(big.data(), {901, 703}, {2 * 703, 2})}) {
+    for (const View<const T, 2> &x :
+         {View<const T, 2>(big.data(), {703, 901}, {1, 2 * 703}), View<const T, 2>(big.data(), {5, 901}, {1, 2 * 703}),
+          View<const T, 2>(big.data(), {37, 901}, {2, 2 * 703}),
+          View<const T, 2>(big.data() + 19, {20, 901}, {-1, 2 * 703}),
+          View<const T, 2>(big.data(), {901, 703}, {2 * 703, 2})}) {
       Array<T, 2> packed(x.shape());
       for (std::int64_t r = 0; r < x.shape(0); r++)
         for (std::int64_t c = 0; c < x.shape(1); c++) packed(r, c) = x(r, c);
       auto expected = poisoned<T, 2>(x.shape()), got = poisoned<T, 2>(x.shape());
       apply<T, 2>(fn, packed.view(), expected.view());
       apply<T, 2>(fn, x, got.view());
-      EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), sizeof(T) * got.size())) << "x strides " << x.stride(0);
+      EXPECT_EQ(0, std::memcmp(got.data(), expected.data(), sizeof(T) * got.size()))
+          << "x shape " << x.shape(0) << " x " << x.shape(1) << ", strides " << x.stride(0) << ", " << x.stride(1);
     }
 
     const auto x4 = random_array<T, 4>({2, 3, 1, 9}, 13, 0.1, 9.0);

@@ -162,6 +162,7 @@ inline std::int64_t padded_row(std::int64_t count, std::int64_t n, std::size_t e
 // one multiple however long the rows), and at least 4 runs a thread where there are rows enough
 // (f runs inside a task, so a kernel it calls runs serially there; the last round of tasks leaves
 // threads idle). The first exception f throws is rethrown here once every task has ended.
+constexpr std::int64_t kTasksPerThread = 4;
 template <class F>
 void for_each_run(std::int64_t rows, std::int64_t row_bytes, std::int64_t row_multiple, const F &f) {
   struct Work {
@@ -170,7 +171,6 @@ void for_each_run(std::int64_t rows, std::int64_t row_bytes, std::int64_t row_mu
     std::mutex mutex;
     std::exception_ptr failure;  // the first task's
   } work{rows, 0, f, {}, {}};
-  constexpr std::int64_t kTasksPerThread = 4;
   const auto multiples = [&](std::int64_t n) { return (n + row_multiple - 1) / row_multiple * row_multiple; };
   const std::int64_t by_bytes = kRunBytes / std::max<std::int64_t>(row_bytes, 1) / row_multiple * row_multiple;
   const std::int64_t tasks_wanted = kTasksPerThread * num_threads();
