@@ -435,19 +435,28 @@ Elementwise elementwise(Func x, Expr n, MathFunction fn, int group_lanes) {
   return op;
 }
 
-LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, int rows_per_chunk, Type out_type,
+LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, LogSumExpChunks chunking, Type out_type,
                     LogSumExpReads reads) {
   Var i("i"), c("c"), o("o");
   const Type t = value_type(x);
   LogSumExp op;
   op.reads = reads;
   op.input = std::move(input);
-  if (rows_per_chunk % 2 != 0)
-    throw CompileError("logsumexp: rows_per_chunk must be even (float32 sums pairs of rows)");
+  const int rows_per_chunk = chunking.rows;
+  if (rows_per_chunk % 2 != 0) throw CompileError("logsumexp: chunking.rows must be even (float32 sums pairs of rows)");
   // No predicates on the chunk's rows (a branch per row, and the partial results kept in memory
   // across them: float32 logsumexp ran 1.35x slower with them): rows past the end read the last row
   // again, which leaves a maximum as it is, and the sums give them no weight.
-  op.chunk_rows = RDom(0, rows_per_chunk, "chunk_row");
+  // A short chunk: rows of a few elements (the short rows' transposes) computed a whole chunk's
+  // terms, most of them for rows past the end.
+  Expr chunk_extent = rows_per_chunk;
+  if (chunking.whole_from > 0) {
+    op.whole_chunks = rows >= chunking.whole_from;
+    // rows below whole_from, else rows_per_chunk, as a min that the simplifier resolves under the
+    // schedule's specialization on whole_chunks (a select, or mins in a sum, it left as they were).
+    chunk_extent = min(rows + rows / chunking.whole_from * rows_per_chunk, rows_per_chunk);
+  }
+  op.chunk_rows = RDom(0, chunk_extent, "chunk_row");
   // likely(): Halide splits the chunk loop into the chunks that need no clamp and the last one.
   auto in_range = [&](const Expr &e) { return reads == LogSumExpReads::column_blocks ? likely(e) : e; };
   auto row_in = [&](const Expr &row) { return min(in_range(row), rows - 1); };
@@ -482,7 +491,7 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, int rows_per_c
     // double are the costliest part of a term on AVX2 CPUs, docs/performance-notes.md); the pair's
     // rounding, 2^-24 relative, adds to the terms' own error (the contract's 2^-23 absolute). Rows
     // past the end: terms of e^-80.
-    op.chunk_terms = RDom(0, rows_per_chunk / 2, "chunk_pair");
+    op.chunk_terms = RDom(0, (chunk_extent + 1) / 2, "chunk_pair");
     Expr first = c * rows_per_chunk + 2 * op.chunk_terms;
     op.chunk_sum(i, c, o) += cast<double>(term(first, Expr(-100.0f)) + term(first + 1, Expr(-100.0f)));
   } else {
@@ -490,7 +499,7 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, int rows_per_c
     // the vector loop's body and its guarded tail computed them differently (reassociated), so that
     // a column's bits depended on its place (on SSE4.1, and the sum with AVX-512). Rows past the
     // end: terms of 2^-1021.
-    op.chunk_terms = RDom(0, rows_per_chunk, "chunk_row_term");
+    op.chunk_terms = RDom(0, chunk_extent, "chunk_row_term");
     op.chunk_sum(i, c, o) =
         strict_float(op.chunk_sum(i, c, o) + term(c * rows_per_chunk + op.chunk_terms, Expr(-1000.0)));
   }

@@ -52,27 +52,35 @@ Elementwise elementwise(Halide::Func x, Halide::Expr n, MathFunction fn, int gro
 //   prefetch). Each row is one stream of memory, which a schedule prefetches.
 enum class LogSumExpReads { column_blocks, row_vectors };
 
-// Online, max-shifted logsumexp over r in chunks of `rows_per_chunk` rows: each chunk's maximum,
+// How logsumexp cuts r into chunks: `rows` rows a chunk (even: float32 sums pairs of rows), the
+// last one reading its last row again for the rows past the end; or, for fewer rows than
+// `whole_from` (0: never), one chunk of just those rows, whose extent is not a constant.
+struct LogSumExpChunks {
+  int rows = 0, whole_from = 0;
+};
+
+// Online, max-shifted logsumexp over r in chunks (`chunking`): each chunk's maximum,
 // then its sum of exp(x - max) (the chunk is still in cache), folded into a running (shift, sum)
 // per (i, o) in double; out = shift + log(sum), rounded to the input type, NaN and infinities
 // settled there from the largest magnitude and the maximum met (not chunk by chunk). float32
 // terms are computed in float lanes (about 1 ULP each), added in pairs and summed in double;
 // float64 terms in double (about 1 ULP each), strict.
 struct LogSumExp {
-  Halide::RDom chunk_rows;   // rows of one chunk (past the last row: the last row again)
-  Halide::RDom chunk_terms;  // chunk_sum's steps: float32 pairs of rows, float64 rows
-  Halide::RDom chunks;       // the chunks, in order
-  Halide::Func chunk_max;    // (i, c, o): max over the chunk (float32: and the largest magnitude's bits)
-  Halide::Func chunk_sum;    // (i, c, o): sum of exp(x - shift) over the chunk, in double
-  Halide::Func chunk;        // (i, c, o) -> {shift, sum, largest magnitude's bits} (inlined on the CPU)
-  Halide::Func running;      // (i, o) -> {shift, sum, largest magnitude's bits}: the fold over chunks
-  Halide::Func out;          // (i, o)
+  Halide::Expr whole_chunks;  // r >= chunking.whole_from, where there is a short form (undefined otherwise)
+  Halide::RDom chunk_rows;    // rows of one chunk (past the last row: the last row again)
+  Halide::RDom chunk_terms;   // chunk_sum's steps: float32 pairs of rows, float64 rows
+  Halide::RDom chunks;        // the chunks, in order
+  Halide::Func chunk_max;     // (i, c, o): max over the chunk (float32: and the largest magnitude's bits)
+  Halide::Func chunk_sum;     // (i, c, o): sum of exp(x - shift) over the chunk, in double
+  Halide::Func chunk;         // (i, c, o) -> {shift, sum, largest magnitude's bits} (inlined on the CPU)
+  Halide::Func running;       // (i, o) -> {shift, sum, largest magnitude's bits}: the fold over chunks
+  Halide::Func out;           // (i, o)
   LogSumExpReads reads;
   Halide::Internal::Parameter input;  // x's buffer, where x is a pipeline input (a schedule may prefetch it)
 };
 // out has type out_type: x's own, or double for partial results that are combined further.
 // `input`: x's buffer parameter where x reads one, else an undefined Parameter.
-LogSumExp logsumexp(Halide::Func x, Halide::Internal::Parameter input, Halide::Expr rows, int rows_per_chunk,
+LogSumExp logsumexp(Halide::Func x, Halide::Internal::Parameter input, Halide::Expr rows, LogSumExpChunks chunking,
                     Halide::Type out_type, LogSumExpReads reads);
 
 // Estimates: the W2 workload of shared/workloads.md, 10000 x 10000 (10^8 elements), axis 0.

@@ -53,9 +53,8 @@ class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out>, sc
   void generate() {
     // The partial kernel reduces contiguous rows cut into vectors of 16 (the runtime's kRowLanes).
     const auto reads = std::is_same_v<T, Out> ? alg::LogSumExpReads::column_blocks : alg::LogSumExpReads::row_vectors;
-    const int rows_per_chunk = sched::logsumexp_rows_per_chunk(this->get_target(), x.type(), reads);
-    auto op =
-        alg::logsumexp(x, ImageParam(x).parameter(), x.dim(1).extent(), rows_per_chunk, halide_type_of<Out>(), reads);
+    const auto chunks = sched::logsumexp_chunks(this->get_target(), x.type(), reads);
+    auto op = alg::logsumexp(x, ImageParam(x).parameter(), x.dim(1).extent(), chunks, halide_type_of<Out>(), reads);
     out = op.out;
     const MathEstimates e;
     x.set_estimates(e.matrix());

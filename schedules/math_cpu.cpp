@@ -121,18 +121,22 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnob
       .bound_storage(ro, row_vectors ? kRowsPerTask : 1)
       .store_in(MemoryType::Stack)
       .vectorize(ri, lanes, TailStrategy::GuardWithIf);
-  op.running.update()
-      .split(ri, vector, lane, lanes, TailStrategy::GuardWithIf)
-      .reorder(lane, vector, ro, chunk)
-      .vectorize(lane);
-  if (row_vectors && op.input.defined()) {
-    op.running.update().prefetch(op.input, chunk, chunk, 1, PrefetchBoundStrategy::NonFaulting);
+  // The fold specialized as its chunks' rows are (a short chunk's extent in the fold's one loop
+  // cost Halide's partition of it: the clamped last chunk's code ran for every chunk).
+  std::vector<Stage> folds{op.running.update()};
+  if (op.whole_chunks.defined()) folds.insert(folds.begin(), op.running.update().specialize(op.whole_chunks));
+  for (Stage fold : folds) {
+    fold.split(ri, vector, lane, lanes, TailStrategy::GuardWithIf).reorder(lane, vector, ro, chunk).vectorize(lane);
+    if (row_vectors && op.input.defined()) fold.prefetch(op.input, chunk, chunk, 1, PrefetchBoundStrategy::NonFaulting);
   }
-  // The chunk's rows unrolled (a loop or partial unrolling measured slower).
+  // Whole chunks' rows unrolled (a loop or partial unrolling measured slower); a short chunk's
+  // rows in a loop.
   for (auto [f, step] : {std::pair{op.chunk_max, op.chunk_rows}, std::pair{op.chunk_sum, op.chunk_terms}}) {
     Var fi = arg(f, 0);
     f.compute_at(op.running, vector).vectorize(fi, lanes, TailStrategy::GuardWithIf);
-    f.update().reorder(fi, step.x).vectorize(fi, lanes, TailStrategy::GuardWithIf).unroll(step.x);
+    Stage whole = op.whole_chunks.defined() ? f.update().specialize(op.whole_chunks) : f.update();
+    for (Stage s : {whole, f.update()}) s.reorder(fi, step.x).vectorize(fi, lanes, TailStrategy::GuardWithIf);
+    whole.unroll(step.x);
   }
 }
 

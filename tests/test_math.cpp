@@ -643,6 +643,24 @@ void check_logsumexp_special_values(Where where) {
   for (int r = 0; r < rows; r++)
     for (int c = 0; c < columns; c++) t(c, r) = x(r, c);
   check_logsumexp<T, 2>(t, 1, where);
+
+  // The same cases in fewer rows than a chunk (on the CPU one chunk of just those rows).
+  const int few = 5;
+  auto s = random_array<T, 2>({few, columns}, 32, -3.0, 3.0);
+  for (int r = 0; r < few; r++) s(r, 0) = -inf;
+  s(3, 1) = inf;
+  s(1, 2) = T(80), s(4, 2) = inf;
+  s(2, 3) = nan;
+  s(0, 4) = -inf, s(3, 4) = -inf;
+  s(1, 5) = inf, s(2, 5) = -inf;
+  s(0, 6) = inf, s(4, 6) = nan;
+  s(0, 7) = nan, s(4, 7) = inf;
+  for (int r = 0; r < 3; r++) s(r, 8) = -inf;
+  check_logsumexp<T, 2>(s, 0, where);
+  Array<T, 2> st({columns, few});
+  for (int r = 0; r < few; r++)
+    for (int c = 0; c < columns; c++) st(c, r) = s(r, c);
+  check_logsumexp<T, 2>(st, 1, where);
 }
 
 TYPED_TEST(MathTyped, LogSumExpEveryAxisMatchesReference) { check_logsumexp_every_axis<TypeParam>(Where::cpu); }

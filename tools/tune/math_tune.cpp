@@ -118,7 +118,7 @@ HPIPE_TUNE_FAMILY(math) {
     ImageParam x = buffer_param(built, "x", 3, e.matrix());
     const auto reads = alg::LogSumExpReads::column_blocks;
     auto op = alg::logsumexp(x, x.parameter(), x.dim(1).extent(),
-                             sched::logsumexp_rows_per_chunk(built.target, x.type(), reads), x.type(), reads);
+                             sched::logsumexp_chunks(built.target, x.type(), reads), x.type(), reads);
     set_output(built, op.out, e.reduced());
     return op;
   };
