@@ -31,8 +31,9 @@
 //
 // Elementwise ops take views of any rank 1..4; x and y have the same shape. Dense C-order views
 // run as one flat kernel call (in pieces of 2^27 elements); a 2-D x of strided rows into a dense y
-// (a transposed array into a C-order y) is gathered in runs of rows on the worker threads, each run
-// one flat call; other strides run row by row.
+// (a transposed array into a C-order y) is gathered on the worker threads in tiles of whole cache
+// lines of x (few rows: also cut across columns), each computed from a dense copy; other strides
+// run row by row.
 // y may be x itself (the same view: in place, as np.exp(x, out=x)); otherwise outputs must not
 // overlap inputs. Inputs are never modified but in place.
 //
