@@ -114,20 +114,26 @@ void run_elementwise_1d(const char *op, const K &kernel, View<const T, 1> x, Vie
 // dense, Zen 3). Instead x is cut into tiles of the rows one cache line of its columns holds, each
 // gathered into dense scratch by a transpose that reads x along its own contiguous axis, then
 // computed from there into y by one flat call. Tiles span whole rows where there are rows enough
-// to give every thread tasks, else as few columns as that takes, a call per row of a tile (runs
-// of single rows read each line of x once per row, and runs of whole rows left threads idle:
-// 200 x 20000 float32 3.1 ms, 8 x 500000 2.8 ms against 0.5 dense; docs/performance-notes.md).
+// to give every thread tasks and a tile stays within kMostGatherTileBytes, else as few blocks of
+// columns as that takes, a call per row of a tile (runs of single rows read each line of x once
+// per row, and runs of whole rows left threads idle: 200 x 20000 float32 3.1 ms, 8 x 500000 2.8 ms
+// against 0.5 dense; docs/performance-notes.md).
+constexpr std::int64_t kMostGatherTileBytes = std::int64_t(4) << 20;
 template <class T, class K>
 void elementwise_gathered_rows(const char *op, const K &kernel, const View<const T, 2> &x, const View<T, 2> &y,
                                const Options &options) {
   const std::int64_t rows = x.shape(0), columns = x.shape(1), bytes = sizeof(T);
   Options on_cpu = options;
   on_cpu.device = Device::cpu;
-  const std::int64_t tile_rows = std::min(rows, std::max<std::int64_t>(1, 64 / bytes / std::abs(x.stride(0))));
+  // Rows 0 elements apart (a broadcast x) take a line's worth too.
+  const std::int64_t line_rows = 64 / bytes / std::max<std::int64_t>(1, std::abs(x.stride(0)));
+  const std::int64_t tile_rows = std::min(rows, std::max<std::int64_t>(1, line_rows));
   const std::int64_t row_tiles = (rows + tile_rows - 1) / tile_rows;
   const std::int64_t tasks_wanted = detail::kTasksPerThread * num_threads();
-  const std::int64_t column_tiles = std::min(columns, (tasks_wanted + row_tiles - 1) / row_tiles);
-  const std::int64_t tile_columns = (columns + column_tiles - 1) / column_tiles;
+  const std::int64_t blocks = std::max((tasks_wanted + row_tiles - 1) / row_tiles,
+                                       (tile_rows * columns * bytes + kMostGatherTileBytes - 1) / kMostGatherTileBytes);
+  const std::int64_t tile_columns = (columns + std::min(columns, blocks) - 1) / std::min(columns, blocks);
+  const std::int64_t column_tiles = (columns + tile_columns - 1) / tile_columns;  // none empty
   detail::for_each_run(
       row_tiles * column_tiles, tile_rows * tile_columns * bytes, 1, [&](std::int64_t first, std::int64_t end) {
         const detail::ScratchArray<T, 1> scratch({tile_rows * tile_columns});
