@@ -447,8 +447,8 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, LogSumExpChunk
   // No predicates on the chunk's rows (a branch per row, and the partial results kept in memory
   // across them: float32 logsumexp ran 1.35x slower with them): rows past the end read the last row
   // again, which leaves a maximum as it is, and the sums give them no weight.
-  // A short chunk: rows of a few elements (the short rows' transposes) computed a whole chunk's
-  // terms, most of them for rows past the end.
+  // Fewer rows than whole_from: one chunk of just those rows (a whole chunk would compute terms
+  // for the rows past the end, most of its terms for the few rows of the short rows' transposes).
   Expr chunk_extent = rows_per_chunk;
   if (chunking.whole_from > 0) {
     op.whole_chunks = rows >= chunking.whole_from;

@@ -8,7 +8,7 @@ namespace hpipe::sched {
 
 // How logsumexp cuts its rows into chunks (alg::LogSumExpChunks), per backend, type and what a
 // task reads, not a knob; the AOT generator and hpipe-tune both pass this.
-// Rows a chunk: CPU: a chunk's rows
+// Rows a chunk. CPU: a chunk's rows
 // share one fold (an exp in double per column), and each vector of them stays in L1 between the
 // max and the sum pass. Column blocks read a stream per row of the chunk: 16 rows, fewer streams
 // for the prefetchers to follow, were faster than 32 on Zen 5 (on a Xeon, whose folds cost more,
@@ -19,7 +19,7 @@ namespace hpipe::sched {
 // sum pass: 256 bytes of a column (the sizes measured: docs/performance-notes.md).
 // Fewer rows than a chunk, as one chunk of just those rows in a loop, on the CPU: float32 up to half
 // a chunk (logsumexp along rows of 2 / 4 / 7 1.6-1.75 / 1.45 / 1.0-1.15x faster; rows of 9 to 15
-// slower so than as a whole chunk unrolled), float64 up to a chunk (rows of 2 / 4 / 7 / 10 / 15
+// ran slower in the loop than as a whole chunk unrolled), float64 up to a chunk (rows of 2 / 4 / 7 / 10 / 15
 // 2.2 / 1.8 / 1.45 / 1.25 / 1.04x faster); Zen 5, 2026-11-29, docs/performance-notes.md. CUDA:
 // whole chunks only (a short chunk not measured there).
 inline alg::LogSumExpChunks logsumexp_chunks(const Halide::Target &target, const Halide::Type &type,
