@@ -130,9 +130,10 @@ void elementwise_gathered_rows(const char *op, const K &kernel, const View<const
   const std::int64_t tile_rows = std::min(rows, std::max<std::int64_t>(1, line_rows));
   const std::int64_t row_tiles = (rows + tile_rows - 1) / tile_rows;
   const std::int64_t tasks_wanted = detail::kTasksPerThread * num_threads();
-  const std::int64_t blocks = std::max((tasks_wanted + row_tiles - 1) / row_tiles,
-                                       (tile_rows * columns * bytes + kMostGatherTileBytes - 1) / kMostGatherTileBytes);
-  const std::int64_t tile_columns = (columns + std::min(columns, blocks) - 1) / std::min(columns, blocks);
+  const std::int64_t blocks =
+      std::min(columns, std::max((tasks_wanted + row_tiles - 1) / row_tiles,
+                                 (tile_rows * columns * bytes + kMostGatherTileBytes - 1) / kMostGatherTileBytes));
+  const std::int64_t tile_columns = (columns + blocks - 1) / blocks;
   const std::int64_t column_tiles = (columns + tile_columns - 1) / tile_columns;  // none empty
   detail::for_each_run(
       row_tiles * column_tiles, tile_rows * tile_columns * bytes, 1, [&](std::int64_t first, std::int64_t end) {
