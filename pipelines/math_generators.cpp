@@ -42,17 +42,17 @@ using LogGenerator = ElementwiseGenerator<T, MathFunction::log>;
 template <class T>
 using ErfGenerator = ElementwiseGenerator<T, MathFunction::erf>;
 
-// Out = double with float input: partial results for a caller that combines them further (the
-// runtime's reduction along contiguous rows), without a rounding to float in between.
-template <class T, class Out = T>
-class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out>, sched::MathLogSumExpKnobs> {
+// Out = double with float input: partial results for a caller that combines them further, without
+// a rounding to float in between: of contiguous rows cut into vectors of 16 (the runtime's
+// kRowLanes; row_vectors), or of segments of the rows of a column reduction (column_blocks).
+template <class T, class Out = T, alg::LogSumExpReads kReads = alg::LogSumExpReads::column_blocks>
+class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out, kReads>, sched::MathLogSumExpKnobs> {
  public:
   GeneratorInput<Buffer<T>> x{"x", 3};
   GeneratorOutput<Buffer<Out>> out{"out", 2};
 
   void generate() {
-    // The partial kernel reduces contiguous rows cut into vectors of 16 (the runtime's kRowLanes).
-    const auto reads = std::is_same_v<T, Out> ? alg::LogSumExpReads::column_blocks : alg::LogSumExpReads::row_vectors;
+    const auto reads = kReads;
     const auto chunks = sched::logsumexp_chunks(this->get_target(), x.type(), reads);
     auto op = alg::logsumexp(x, ImageParam(x).parameter(), x.dim(1).extent(), chunks, halide_type_of<Out>(), reads);
     out = op.out;
@@ -65,7 +65,8 @@ class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out>, sc
 
 }  // namespace
 
-using LogSumExpPartialF32Generator = LogSumExpGenerator<float, double>;
+using LogSumExpPartialF32Generator = LogSumExpGenerator<float, double, alg::LogSumExpReads::row_vectors>;
+using LogSumExpColumnsPartialF32Generator = LogSumExpGenerator<float, double>;
 
 }  // namespace hpipe
 
@@ -74,3 +75,4 @@ HPIPE_REGISTER_GENERATOR(hpipe::LogGenerator, math_log)
 HPIPE_REGISTER_GENERATOR(hpipe::ErfGenerator, math_erf)
 HPIPE_REGISTER_GENERATOR(hpipe::LogSumExpGenerator, math_logsumexp)
 HALIDE_REGISTER_GENERATOR(hpipe::LogSumExpPartialF32Generator, math_logsumexp_partial_f32)
+HALIDE_REGISTER_GENERATOR(hpipe::LogSumExpColumnsPartialF32Generator, math_logsumexp_columns_partial_f32)

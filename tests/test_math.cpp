@@ -720,6 +720,29 @@ TYPED_TEST(MathTyped, LogSumExpOffACacheLine) {
   }
 }
 
+// From 1024 rows on, the CPU reduces columns in segments of rows, combined in double: 2-D down axis
+// 0 (the last 9 rows after the 16 segments of 187 join the combination as they are) with scipy's
+// special cases in segments and in those rows, and 3-D along axis 1 with fewer slices than
+// segments (a call per slice) and more (a call per segment).
+TYPED_TEST(MathTyped, LogSumExpDownManyRowsInSegments) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  constexpr std::int64_t rows = 3001, columns = 11, last = 16 * 187;  // the first row after the segments
+  auto x = random_array<T, 2>({rows, columns}, 66, -20.0, 20.0);
+  for (std::int64_t r = 0; r < rows; r++) x(r, 0) = -inf;       // all -inf
+  for (std::int64_t r = 0; r < last; r++) x(r, 1) = -inf;       // finite in the last rows only
+  x(200, 2) = nan;                                              // NaN in the second segment
+  x(rows - 1, 3) = inf;                                         // +inf in the last rows
+  x(5, 4) = inf, x(last + 3, 4) = nan;                          // +inf, then NaN in the last rows
+  x(last - 1, 5) = T(95);                                       // the maximum at a segment's end
+  x(last, 6) = T(95);                                           // the maximum in the last rows
+  for (std::int64_t r = 187; r < 2 * 187; r++) x(r, 7) = -inf;  // a segment of -inf
+  x(0, 8) = inf, x(rows - 1, 8) = -inf;                         // both infinities
+  check_logsumexp<T, 2>(x, 0);
+  check_logsumexp<T, 3>(random_array<T, 3>({3, 1500, 7}, 67, -30.0, 30.0), 1);
+  check_logsumexp<T, 3>(random_array<T, 3>({20, 1100, 5}, 68, -30.0, 30.0), 1);
+}
+
 // Values that rise along the axis: every chunk leads, so every fold rescales the running sum, and
 // the rescaling factors' errors add up over thousands of folds (steps from 1e-4 to 3 per row).
 TYPED_TEST(MathTyped, LogSumExpRisingAlongTheAxis) {
@@ -754,8 +777,9 @@ TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
   // Rows the transposes split by shuffles (narrower than 16 bytes) or cut into tiles of 16 bytes,
   // around a tile's and a block's (64) width, up to the lanes path's rows: each result that of the
   // same column of the dense transpose down axis 0, bit for bit (the same kernel, on the tasks'
-  // transposes).
-  for (std::int64_t n : {1, 2, 3, 4, 5, 8, 9, 10, 11, 13, 16, 17, 63, 64, 65, 130, 2047}) {
+  // transposes) where those columns are not cut into segments (below 1024 rows), else within the
+  // bound.
+  for (std::int64_t n : {1, 2, 3, 4, 5, 8, 9, 10, 11, 13, 16, 17, 63, 64, 65, 130, 1023, 2047}) {
     const std::int64_t rows = 2 * 4099 / (n / 16 + 1) + 1;  // odd, several tasks
     const auto x = random_array<T, 2>({rows, n}, std::uint32_t(50 + n), -20.0, 20.0);
     Array<T, 2> xt({n, rows});
@@ -763,7 +787,13 @@ TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
       for (std::int64_t c = 0; c < n; c++) xt(c, r) = x(r, c);
     const auto along = hpipe::logsumexp(x.view(), 1, {Device::cpu}),
                down = hpipe::logsumexp(xt.view(), 0, {Device::cpu});
-    ASSERT_EQ(0, std::memcmp(along.data(), down.data(), sizeof(T) * std::size_t(rows))) << "rows of " << n;
+    if (n < 1024) {
+      ASSERT_EQ(0, std::memcmp(along.data(), down.data(), sizeof(T) * std::size_t(rows))) << "rows of " << n;
+    } else {
+      SCOPED_TRACE("rows of " + std::to_string(n));
+      expect_logsumexp_of<T, 2>(x, 1, along);
+      expect_logsumexp_of<T, 2>(xt, 0, down);
+    }
   }
   const auto wide = random_array<T, 2>({200, 3000}, 45, -5.0, 5.0);
   Array<T, 2> picked({200, 1500});
@@ -806,10 +836,11 @@ TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {
 
 // A column's result does not depend on where it lies among the columns (in a vector's body or a
 // guarded last vector, first or last task): the same bits for any block of columns, as a batch
-// split across processes (hpipe.dask) needs. Rows fewer than a chunk, a chunk and a few.
+// split across processes (hpipe.dask) needs. Rows fewer than a chunk, a chunk and a few, and
+// enough for segments.
 TYPED_TEST(MathTyped, LogSumExpColumnsGiveTheSameBitsInAnyBlock) {
   using T = TypeParam;
-  for (std::int64_t rows : {6, 16, 37}) {
+  for (std::int64_t rows : {6, 16, 37, 1100}) {
     const auto x = random_array<T, 2>({rows, 45}, 43, -3.0, 3.0);
     const auto whole = to_doubles(hpipe::logsumexp(x.view(), 0, {Device::cpu}));
     for (std::int64_t first = 0; first < 45; first += 7)

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -30,18 +31,21 @@ namespace {
 template <class T>
 struct MathKernels;
 
-// logsumexp_partial: x's type in, double out (float64 partial results of float32 input).
-#define HPIPE_MATH_KERNELS(T, suffix, partial)                                     \
-  template <>                                                                      \
-  struct MathKernels<T> {                                                          \
-    static constexpr auto exp = HPIPE_STREAMING_KERNEL(hpipe_math_exp_##suffix);   \
-    static constexpr auto log = HPIPE_STREAMING_KERNEL(hpipe_math_log_##suffix);   \
-    static constexpr auto erf = HPIPE_STREAMING_KERNEL(hpipe_math_erf_##suffix);   \
-    static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix); \
-    static constexpr auto logsumexp_partial = HPIPE_KERNEL(partial);               \
+// logsumexp_partial (contiguous rows, logsumexp_rows) and logsumexp_columns_partial (segments of
+// columns, logsumexp_column_part): x's type in, double out (float64 partial results of float32
+// input).
+#define HPIPE_MATH_KERNELS(T, suffix, partial, columns_partial)                      \
+  template <>                                                                        \
+  struct MathKernels<T> {                                                            \
+    static constexpr auto exp = HPIPE_STREAMING_KERNEL(hpipe_math_exp_##suffix);     \
+    static constexpr auto log = HPIPE_STREAMING_KERNEL(hpipe_math_log_##suffix);     \
+    static constexpr auto erf = HPIPE_STREAMING_KERNEL(hpipe_math_erf_##suffix);     \
+    static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix);   \
+    static constexpr auto logsumexp_partial = HPIPE_KERNEL(partial);                 \
+    static constexpr auto logsumexp_columns_partial = HPIPE_KERNEL(columns_partial); \
   };
-HPIPE_MATH_KERNELS(float, f32, hpipe_math_logsumexp_partial_f32)
-HPIPE_MATH_KERNELS(double, f64, hpipe_math_logsumexp_f64)
+HPIPE_MATH_KERNELS(float, f32, hpipe_math_logsumexp_partial_f32, hpipe_math_logsumexp_columns_partial_f32)
+HPIPE_MATH_KERNELS(double, f64, hpipe_math_logsumexp_f64, hpipe_math_logsumexp_f64)
 #undef HPIPE_MATH_KERNELS
 
 // Elements of one elementwise kernel call: keeps every buffer under Halide's 2 GiB.
@@ -302,8 +306,70 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
   }
 }
 
+// The column kernel's tasks are blocks of columns of one outer slice, each folding all n rows in
+// order, so few slices and columns left threads idle (1000 x 1024 float32 along axis 0 ran on one
+// thread). On the CPU, from kSegmentedRows rows on, the rows are cut into segments of at least
+// kFewestSegmentRows (4 chunks of the kernel's 16), at most kColumnSegments of them, each reduced
+// to partial results in double, which the float64 kernel combines. The cut depends on n alone, so
+// a column's result does not depend on the other columns or slices of the call (hpipe.dask's
+// blocks) nor on the thread count; the partial results take at most 1/32 of x's bytes.
+constexpr std::int64_t kColumnSegments = 16, kFewestSegmentRows = 64, kSegmentedRows = 1024;
+
+// logsumexp down the n rows of host x (outer, n, inner) into out (outer, inner), NumPy order, on the
+// CPU: one call of the column kernel, or in segments (kSegmentedRows).
+template <class T>
+void logsumexp_column_part(const char *op, const View<const T, 3> &x, const View<T, 2> &out, const Options &options) {
+  const std::int64_t outer = x.shape(0), n = x.shape(1), inner = x.shape(2);
+  if (n < kSegmentedRows) {
+    Call call(op, options);
+    auto xa = call.input("x", x);
+    auto oa = call.output("out", out);
+    return call.run(MathKernels<T>::logsumexp, xa, oa);
+  }
+  const std::int64_t segments = std::min(kColumnSegments, n / kFewestSegmentRows), rows = n / segments;
+  const std::int64_t terms = segments + n - segments * rows;  // partial results, then the rows after them
+  // (outer, terms, inner): a logsumexp of one term is that term, so the last rows join as they are.
+  const detail::ScratchArray<double, 3> partial({outer, terms, inner});
+  const auto run_partial = [&](const View<const T, 3> &xp, const View<double, 2> &into) {
+    Call call(op, options);
+    auto xa = call.input("x", xp);
+    auto pa = call.output("partial results", into);
+    call.run(MathKernels<T>::logsumexp_columns_partial, xa, pa);
+  };
+  if (outer < segments) {  // a call per slice, its segments as the kernel's slices
+    for (std::int64_t o = 0; o < outer; o++)
+      run_partial(View<const T, 3>(x.data() + o * x.stride(0), {segments, rows, inner},
+                                   {rows * x.stride(1), x.stride(1), x.stride(2)}),
+                  View<double, 2>(partial.data() + o * terms * inner, {segments, inner}));
+  } else {  // a call per segment, over every slice
+    for (std::int64_t k = 0; k < segments; k++)
+      run_partial(View<const T, 3>(x.data() + k * rows * x.stride(1), {outer, rows, inner}, x.strides()),
+                  View<double, 2>(partial.data() + k * inner, {outer, inner}, {terms * inner, 1}));
+  }
+  for (std::int64_t o = 0; o < outer; o++)
+    for (std::int64_t r = segments * rows; r < n; r++)
+      for (std::int64_t i = 0; i < inner; i++)
+        partial.data()[(o * terms + segments + r - segments * rows) * inner + i] =
+            x.data()[o * x.stride(0) + r * x.stride(1) + i * x.stride(2)];
+  Call combine(op, options);
+  auto pa = combine.input("partial results", View<const double, 3>(partial.view()));
+  if constexpr (std::is_same_v<T, double>) {
+    auto oa = combine.output("out", out);
+    combine.run(MathKernels<double>::logsumexp, pa, oa);
+  } else {
+    const detail::ScratchArray<double, 2> combined({outer, inner});
+    auto ca = combine.output("out", combined.view());
+    combine.run(MathKernels<double>::logsumexp, pa, ca);
+    for (std::int64_t o = 0; o < outer; o++)
+      for (std::int64_t i = 0; i < inner; i++)
+        out.data()[o * out.stride(0) + i * out.stride(1)] = T(combined.data()[o * inner + i]);
+  }
+}
+
 // logsumexp along short or strided rows on the CPU: the kernel vectorizes across its inner
 // dimension, so it runs on each task's transposed run of rows (detail::for_each_transposed_run).
+// The tasks give the threads work: their rows are not cut into segments (rows of 1024 to 2047
+// ran 5-15% slower so; so their bits are those of the transpose's columns below 1024 rows only).
 template <class T>
 void logsumexp_short_rows(const char *op, const detail::Rows<T> &x, std::int64_t rows, std::int64_t n, T *out,
                           std::int64_t out_stride, const Options &options) {
@@ -316,6 +382,22 @@ void logsumexp_short_rows(const char *op, const detail::Rows<T> &x, std::int64_t
     auto oa = call.output("out", View<T, 2>(out + first * out_stride, {1, t.shape(1)}, {0, out_stride}));
     call.run(MathKernels<T>::logsumexp, xa, oa);
   });
+}
+
+// logsumexp down the n rows of x (outer, n, inner) into out (outer, inner), NumPy order. On the
+// CPU, the columns before x's rows reach a cache line run as a part of their own.
+template <class T>
+void logsumexp_columns(const char *op, const View<const T, 3> &x, const View<T, 2> &out, const Options &options) {
+  Call call(op, options);
+  auto xa = call.input("x", x);
+  auto oa = call.output("out", out);
+  if (call.uses_cuda()) return call.run(MathKernels<T>::logsumexp, xa, oa);
+  const std::int64_t lead = detail::columns_before_line(x);
+  if (lead == 0) return logsumexp_column_part<T>(op, x, out, options);
+  for (const auto &[first, count] : {std::pair{std::int64_t(0), lead}, std::pair{lead, x.shape(2) - lead}})
+    logsumexp_column_part<T>(
+        op, View<const T, 3>(x.data() + first * x.stride(2), {x.shape(0), x.shape(1), count}, x.strides()),
+        View<T, 2>(out.data() + first * out.stride(1), {out.shape(0), count}, out.strides()), options);
 }
 
 // x as (outer, n, inner) and out as (outer, inner), NumPy order; dense copies where the strides
@@ -385,20 +467,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   const View<const T, 3> x3(x.data(), {xo.extent, x.shape(axis), xi.extent}, {xo.stride, x.stride(axis), xi.stride},
                             x.memory());
   const View<T, 2> o2(out.data(), {oo.extent, oi.extent}, {oo.stride, oi.stride}, out.memory());
-  Call call(op, options);
-  auto xa = call.input("x", x3);
-  auto oa = call.output("out", o2);
-  // On the CPU, the columns before x's rows reach a cache line run as a call of their own.
-  const std::int64_t lead = detail::columns_before_line(x3);
-  if (lead == 0 || call.uses_cuda()) return call.run(MathKernels<T>::logsumexp, xa, oa);
-  for (const auto &[first, count] : {std::pair{std::int64_t(0), lead}, std::pair{lead, xi.extent - lead}}) {
-    Call part(op, options);
-    auto xp = part.input("x", View<const T, 3>(x3.data() + first * x3.stride(2), {x3.shape(0), x3.shape(1), count},
-                                               x3.strides(), x3.memory()));
-    auto outp = part.output(
-        "out", View<T, 2>(o2.data() + first * o2.stride(1), {o2.shape(0), count}, o2.strides(), o2.memory()));
-    part.run(MathKernels<T>::logsumexp, xp, outp);
-  }
+  logsumexp_columns<T>(op, x3, o2, options);
 }
 
 template <class T>
