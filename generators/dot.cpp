@@ -4,25 +4,20 @@ namespace hpipe::alg {
 
 using namespace Halide;
 
-BatchedDot batched_dot(Func a, Func b, Expr length, Expr head) {
+BatchedDot batched_dot(Func a, Func b, Expr length) {
   Var u("u"), c("c"), i("i");
   const Type t = value_type(a);
   const Type acc = Float(64);
   BatchedDot op;
   op.length = length;
-  op.head = RDom(0, head, "head");
-  op.head_total = Func("head_total");
-  op.head_total(i) = cast(acc, 0);
-  op.head_total(i) += cast(acc, a(op.head.x, i)) * cast(acc, b(op.head.x, i));
-
-  Expr full_blocks = (length - head) / kDotLanes;
+  Expr full_blocks = length / kDotLanes;
   op.chunk_count = max(1, (full_blocks + kDotChunkBlocks - 1) / kDotChunkBlocks);
 
   op.blocks = RDom(0, kDotChunkBlocks, "block");
   op.blocks.where(c * kDotChunkBlocks + op.blocks.x < full_blocks);
   // The predicate keeps every k it runs below K, but bounds inference bounds c and the block
   // separately (c's last chunk rounds up), so the index carries the promise explicitly.
-  Expr k = unsafe_promise_clamped(head + (c * kDotChunkBlocks + op.blocks.x) * kDotLanes + u, 0, length - 1);
+  Expr k = unsafe_promise_clamped((c * kDotChunkBlocks + op.blocks.x) * kDotLanes + u, 0, length - 1);
   op.lanes = Func("lanes");
   op.lanes(u, c, i) = cast(t, 0);
   op.lanes(u, c, i) += a(k, i) * b(k, i);
@@ -33,9 +28,9 @@ BatchedDot batched_dot(Func a, Func b, Expr length, Expr head) {
   op.lane_total(c, i) += cast(acc, op.lanes(op.lane, c, i));
 
   // The leftover products of the row, added (in double) to the last chunk only.
-  op.tail = RDom(0, length - head - full_blocks * kDotLanes, "tail");
+  op.tail = RDom(0, length - full_blocks * kDotLanes, "tail");
   op.tail.where(c == op.chunk_count - 1);
-  Expr kt = head + full_blocks * kDotLanes + op.tail.x;
+  Expr kt = full_blocks * kDotLanes + op.tail.x;
   op.tail_total = Func("tail_total");
   op.tail_total(c, i) = cast(acc, 0);
   op.tail_total(c, i) += cast(acc, a(kt, i)) * cast(acc, b(kt, i));
@@ -45,7 +40,7 @@ BatchedDot batched_dot(Func a, Func b, Expr length, Expr head) {
 
   op.chunks = RDom(0, op.chunk_count, "chunk");
   op.sum = Func("sum");
-  op.sum(i) = op.head_total(i);
+  op.sum(i) = cast(acc, 0);
   op.sum(i) += op.chunk_sum(op.chunks, i);
   op.out = Func("out");
   op.out(i) = cast(t, op.sum(i));

@@ -5,14 +5,12 @@
 //   out(i)             NumPy (N,)
 //
 // The summation order is part of the algorithm because it is the accuracy contract. Element k of
-// a row is k = head + (c * kDotChunkBlocks + r) * kDotLanes + u + (tail): after the first `head`
-// products (fewer than a cache line's elements, so that the blocks' vectors start on a line), the
-// row is cut into blocks of kDotLanes products, blocks into chunks of kDotChunkBlocks blocks.
-// Within a chunk, kDotLanes independent partial sums (one per lane u) accumulate in the element
-// type over at most kDotChunkBlocks products each; the lanes of a chunk, the head's and the
-// (K - head) % kDotLanes leftover products and the chunks are then summed in double. So no float32
-// partial sum ever covers more than kDotChunkBlocks products, whatever K is (bound:
-// runtime/include/hpipe/dot.h).
+// a row is k = (c * kDotChunkBlocks + r) * kDotLanes + u + (tail): the row is cut into blocks of
+// kDotLanes products, blocks into chunks of kDotChunkBlocks blocks. Within a chunk, kDotLanes
+// independent partial sums (one per lane u) accumulate in the element type over at most
+// kDotChunkBlocks products each; the lanes of a chunk, the K % kDotLanes leftover products and
+// the chunks are then summed in double. So no float32 partial sum ever covers more than
+// kDotChunkBlocks products, whatever K is (bound: runtime/include/hpipe/dot.h).
 #pragma once
 
 #include "Halide.h"
@@ -25,18 +23,16 @@ constexpr int kDotChunkBlocks = 64;  // blocks of kDotLanes per chunk: 2048 prod
 
 struct BatchedDot {
   Halide::Expr length;      // K
-  Halide::Func head_total;  // head_total(i): the products k < head, in double
   Halide::Func lanes;       // lanes(u, c, i): partial sum of lane u over the blocks of chunk c (element type)
   Halide::Func lane_total;  // lane_total(c, i) = sum_u lanes(u, c, i), in double
-  Halide::Func tail_total;  // tail_total(c, i): the (K - head) % kDotLanes leftover products, on the last chunk only
+  Halide::Func tail_total;  // tail_total(c, i): the K % kDotLanes leftover products, on the last chunk only
   Halide::Func chunk_sum;   // chunk_sum(c, i) = lane_total + tail_total
-  Halide::Func sum;         // sum(i) = head_total(i) + sum_c chunk_sum(c, i), in double
+  Halide::Func sum;         // sum(i) = sum_c chunk_sum(c, i), in double
   Halide::Func out;         // out(i) = sum(i) in the element type
-  Halide::RDom head, blocks, lane, tail, chunks;
-  Halide::Expr chunk_count;  // max(1, ceil(((K - head) / kDotLanes) / kDotChunkBlocks))
+  Halide::RDom blocks, lane, tail, chunks;
+  Halide::Expr chunk_count;  // max(1, ceil((K / kDotLanes) / kDotChunkBlocks))
 };
-// head: in [0, length]; the runtime passes the elements before a's rows reach a cache line.
-BatchedDot batched_dot(Halide::Func a, Halide::Func b, Halide::Expr length, Halide::Expr head);
+BatchedDot batched_dot(Halide::Func a, Halide::Func b, Halide::Expr length);
 
 // The same product for column-major operands (a transposed view): a(i, k), b(i, k), rows
 // contiguous along i. Every row accumulates serially over chunks of kDotColumnChunk products in

@@ -9,33 +9,11 @@ namespace {
 
 using namespace Halide;
 
-// Row-major operands a(k, i), b(k, i) (Halide order): `head`, the products before a's rows reach a
-// cache line, summed on their own (generators/dot.h).
-template <class T>
-class BatchedDotRowsGenerator : public FamilyGenerator<BatchedDotRowsGenerator<T>, sched::DotKnobs> {
- public:
-  GeneratorInput<Buffer<T>> a{"a", 2};
-  GeneratorInput<Buffer<T>> b{"b", 2};
-  GeneratorInput<int> head{"head"};
-  GeneratorOutput<Buffer<T>> out{"out", 1};
-
-  void generate() {
-    const alg::DotEstimates e;
-    const auto op = alg::batched_dot(a, b, a.dim(0).extent(), head);
-    out = op.out;
-    a.set_estimates(e.matrix());
-    b.set_estimates(e.matrix());
-    head.set_estimate(0);
-    out.set_estimates(e.out());
-    this->schedule_with_knobs(op);
-  }
-};
-
-// Column-major operands a(i, k), b(i, k): the views of transposed (N, K) arrays. Out = double:
-// partial results for the runtime, which reads few interleaved columns as many
-// (runtime/src/dot.cpp).
-template <class T, class Out = T>
-class BatchedDotColumnsGenerator : public FamilyGenerator<BatchedDotColumnsGenerator<T, Out>, sched::DotKnobs> {
+// Row-major operands a(k, i), b(k, i) (Halide order) or, kColumns, column-major a(i, k), b(i, k):
+// the views of transposed (N, K) arrays. Out = double (column-major only): partial results for the
+// runtime, which reads few interleaved columns as many (runtime/src/dot.cpp).
+template <class T, bool kColumns, class Out = T>
+class BatchedDotGenerator : public FamilyGenerator<BatchedDotGenerator<T, kColumns, Out>, sched::DotKnobs> {
  public:
   GeneratorInput<Buffer<T>> a{"a", 2};
   GeneratorInput<Buffer<T>> b{"b", 2};
@@ -43,18 +21,31 @@ class BatchedDotColumnsGenerator : public FamilyGenerator<BatchedDotColumnsGener
 
   void generate() {
     const alg::DotEstimates e;
-    const auto op = alg::batched_dot_columns(a, b, a.dim(1).extent(), halide_type_of<Out>());
+    if constexpr (kColumns) {
+      finish(alg::batched_dot_columns(a, b, a.dim(1).extent(), halide_type_of<Out>()), e.columns());
+    } else {
+      finish(alg::batched_dot(a, b, a.dim(0).extent()), e.matrix());
+    }
+  }
+
+ private:
+  template <class Op>
+  void finish(const Op &op, const Region &operand_estimate) {
     out = op.out;
-    a.set_estimates(e.columns());
-    b.set_estimates(e.columns());
-    out.set_estimates(e.out());
+    a.set_estimates(operand_estimate);
+    b.set_estimates(operand_estimate);
+    out.set_estimates(alg::DotEstimates().out());
     this->schedule_with_knobs(op);
   }
 };
+template <class T>
+using BatchedDotRowsGenerator = BatchedDotGenerator<T, false>;
+template <class T>
+using BatchedDotColumnsGenerator = BatchedDotGenerator<T, true>;
 
 }  // namespace
 
-using BatchedDotColumnsPartialF32Generator = BatchedDotColumnsGenerator<float, double>;
+using BatchedDotColumnsPartialF32Generator = BatchedDotGenerator<float, true, double>;
 
 }  // namespace hpipe
 

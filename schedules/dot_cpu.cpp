@@ -30,9 +30,7 @@ void schedule_cpu(alg::BatchedDot op, const Target &, const DotCpuKnobs &k) {
   op.lane_total.compute_at(op.chunk_sum, ti);
   op.tail_total.compute_at(op.chunk_sum, ti);
 
-  // One value per row: the head's products and the chunks of the row (serial, a few per row), then
-  // the cast.
-  op.head_total.compute_at(op.out, arg(op.out, 0));
+  // One value per row: the chunks of the row (serial, a few per row), then the cast.
   op.sum.compute_at(op.out, arg(op.out, 0));
 }
 

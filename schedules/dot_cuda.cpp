@@ -32,8 +32,7 @@ void schedule_cuda(alg::BatchedDot op, const Target &, const DotCudaKnobs &k) {
 
   Var io("io"), ii("ii");
   op.out.compute_root().gpu_tile(arg(op.out, 0), io, ii, k.rows_per_block, TailStrategy::GuardWithIf);
-  op.head_total.compute_at(op.out, ii);  // both stages of each inside the thread
-  op.sum.compute_at(op.out, ii);
+  op.sum.compute_at(op.out, ii);  // both stages inside the thread
 }
 
 // Column-major operands: one thread per (row, group of 1024 k), neighbouring threads on

@@ -149,35 +149,6 @@ TYPED_TEST(DotTyped, TransposedViewsOffACacheLine) {
   EXPECT_EQ(to_doubles(a_space), before);
 }
 
-// Rows a few elements into a cache line (as NumPy allocates), a whole number of lines apart, over
-// 1 MiB: where a's and b's rows reach a line after the same columns, the row kernel sums those
-// first (its `head`); b elsewhere in its line, none. Within the bound either way, with a chunk and
-// a leftover product after the head.
-TYPED_TEST(DotTyped, RowsOffACacheLine) {
-  using T = TypeParam;
-  constexpr std::int64_t pitch = 4096, k = pitch - 16, n = 80;  // over 1 MiB in float32
-  constexpr std::int64_t line = 64 / sizeof(T);
-  std::uint32_t seed = 500;
-  for (const double lo : {0.05, -1.0}) {
-    const auto a_space = random_array<T, 2>({n, pitch}, seed++, lo),
-               b_space = random_array<T, 2>({n, pitch}, seed++, lo);
-    ASSERT_EQ(0u, reinterpret_cast<std::uintptr_t>(a_space.data()) % 64);
-    const auto view = [&](const Array<T, 2> &space, std::int64_t offset) {
-      return View<const T, 2>(space.data() + offset, {n, k}, {pitch, 1});
-    };
-    for (const std::int64_t a_offset : {std::int64_t(1), std::int64_t(3), line - 1}) {
-      for (const std::int64_t b_offset : {a_offset, a_offset + 1}) {
-        SCOPED_TRACE("a " + std::to_string(a_offset) + ", b " + std::to_string(b_offset) +
-                     " elements into a line, lo=" + std::to_string(lo));
-        auto out = poisoned<T, 1>({n});
-        batched_dot(view(a_space, a_offset), view(b_space, b_offset), out.view(), {Device::cpu});
-        EXPECT_TRUE(within_dot_bound<T>(to_doubles(out), to_doubles(view(a_space, a_offset)),
-                                        to_doubles(view(b_space, b_offset)), n, k));
-      }
-    }
-  }
-}
-
 TYPED_TEST(DotTyped, TransposedMatchesReferenceOnCuda) {
   if (!cuda_available()) GTEST_SKIP() << "no usable GPU: " << cuda_unavailable_reason();
   std::uint32_t seed = 400;

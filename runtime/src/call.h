@@ -141,8 +141,7 @@ void for_each_part(std::int64_t items, std::int64_t per_call, const F &f) {
 // The columns (innermost elements, contiguous) before every row of a host view reaches a cache line,
 // where every row starts at the same place in one, there are enough columns after them and the view
 // is large enough to repay a kernel call; else 0. Kernels' vectors load whole lines from there on,
-// so ops run those columns as a call of their own (on the CPU), or pass them to a kernel that
-// treats them apart (batched_dot's row kernel, its `head`): a
+// so ops whose results do not depend on it run those columns as a call of their own (on the CPU): a
 // NumPy array starts 16 bytes into a line (logsumexp along axis 0 of 10^4 x 10^4 float64 took 59-97
 // ms so against 46-52 from a line, Zen 5, AVX-512), and a call costs about a microsecond (logsumexp
 // down 8 x 320 float32: 4.8-5.0 us split, 3.9-4.1 not).

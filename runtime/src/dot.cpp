@@ -170,14 +170,7 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
   auto aa = call.input("a", a);
   auto ba = call.input("b", b);
   auto oa = call.output("out", out);
-  // On the CPU, where a's and b's rows reach a cache line after the same columns, the kernel sums
-  // those products first, so that its vectors load whole lines (4096 x 4096 from 16 bytes into a
-  // line, as NumPy's arrays start, float32 / float64, from Python: 2.49-2.67 / 4.61-4.86 ms with
-  // those products in the vectors, 2.03-2.07 / 3.86-3.95 apart, 1.81-1.97 / 3.85-3.92 from a line;
-  // Zen 5 VM, 2026-11-29).
-  const std::int64_t lead = detail::columns_before_line(a);
-  const int head = lead == detail::columns_before_line(b) && !call.uses_cuda() ? int(lead) : 0;
-  call.run(DotKernels<T>::rows, aa, ba, head, oa);
+  call.run(DotKernels<T>::rows, aa, ba, oa);
 }
 
 template <class T>

@@ -13,13 +13,11 @@
 // Accuracy (eps32 = 2^-24, eps64 = 2^-53, S = sum_k |a[i, k] * b[i, k]|): no partial sum in the
 // element type covers more than 64 products; those partial sums are combined in double.
 //   float32: the bound does not grow with K:   |out[i] - exact| <= eps32 * |exact| + 66 * eps32 * S
-//            (K < 2^31). Row-major: 32 float lanes over chunks of 2048 elements (on the CPU, after
-//            the products before a's and b's rows reach a 64-byte line, where they reach one
-//            together, summed in double: the vectors then load whole lines); column-major: one
-//            float sum per 64 consecutive k.
+//            (K < 2^31). Row-major: 32 float lanes over chunks of 2048 elements; column-major:
+//            one float sum per 64 consecutive k.
 //   float64: the same orders in double:   |out[i] - exact| <= (100 + K / 1024) * eps64 * S.
-// The same values in the two layouts, or row-major at different places in a line, are summed in
-// these different orders, so they may round differently, each within the bound.
+// The same values in the two layouts are summed in these different orders, so they may round
+// differently, each within the bound.
 // (For comparison, one serial float sum guarantees only about K * eps32 * S.)
 //
 // Outputs must not overlap inputs. N = 0 gives an empty result, K = 0 zeros (NumPy's).
