@@ -309,11 +309,12 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
 // The column kernel's tasks are blocks of columns of one outer slice, each folding all n rows in
 // order, so few slices and columns left threads idle (1000 x 1024 float32 along axis 0 ran on one
 // thread). On the CPU, from kSegmentedRows rows on, the rows are cut into segments of at least
-// kFewestSegmentRows (4 chunks of the kernel's 16), at most kColumnSegments of them, each reduced
-// to partial results in double, which the float64 kernel combines. The cut depends on n alone, so
-// a column's result does not depend on the other columns or slices of the call (hpipe.dask's
-// blocks) nor on the thread count; the partial results take at most 1/32 of x's bytes.
-constexpr std::int64_t kColumnSegments = 16, kFewestSegmentRows = 64, kSegmentedRows = 1024;
+// kFewestSegmentRows (16 chunks of the kernel's 16), at most kColumnSegments of them, each reduced
+// to partial results in double, which the float64 kernel combines. The cut depends on n alone, and
+// the short rows' path cuts its transposed rows alike, so a column's result does not depend on the
+// other columns or slices of the call (hpipe.dask's blocks), on the layout nor on the threads. The
+// partial results take at most 8 / (4 * 256) + 15 / 1024 of a float32 x's bytes, 2.3%.
+constexpr std::int64_t kColumnSegments = 16, kFewestSegmentRows = 256, kSegmentedRows = 1024;
 
 // logsumexp down the n rows of host x (outer, n, inner) into out (outer, inner), NumPy order, on the
 // CPU: one call of the column kernel, or in segments (kSegmentedRows).
@@ -367,9 +368,8 @@ void logsumexp_column_part(const char *op, const View<const T, 3> &x, const View
 }
 
 // logsumexp along short or strided rows on the CPU: the kernel vectorizes across its inner
-// dimension, so it runs on each task's transposed run of rows (detail::for_each_transposed_run).
-// The tasks give the threads work: their rows are not cut into segments (rows of 1024 to 2047
-// ran 5-15% slower so; so their bits are those of the transpose's columns below 1024 rows only).
+// dimension, so each task's transposed run of rows (detail::for_each_transposed_run) is reduced as
+// columns are (logsumexp_column_part), the same bits as the transpose's columns.
 template <class T>
 void logsumexp_short_rows(const char *op, const detail::Rows<T> &x, std::int64_t rows, std::int64_t n, T *out,
                           std::int64_t out_stride, const Options &options) {
@@ -377,10 +377,8 @@ void logsumexp_short_rows(const char *op, const detail::Rows<T> &x, std::int64_t
   on_cpu.device = Device::cpu;
   detail::for_each_transposed_run<T, 1>({x}, rows, n, [&](std::int64_t first, const auto &runs) {
     const View<const T, 2> &t = runs[0];
-    Call call(op, on_cpu);
-    auto xa = call.input("x", View<const T, 3>(t.data(), {1, n, t.shape(1)}, {0, t.stride(0), 1}));
-    auto oa = call.output("out", View<T, 2>(out + first * out_stride, {1, t.shape(1)}, {0, out_stride}));
-    call.run(MathKernels<T>::logsumexp, xa, oa);
+    logsumexp_column_part<T>(op, View<const T, 3>(t.data(), {1, n, t.shape(1)}, {0, t.stride(0), 1}),
+                             View<T, 2>(out + first * out_stride, {1, t.shape(1)}, {0, out_stride}), on_cpu);
   });
 }
 

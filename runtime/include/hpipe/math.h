@@ -54,10 +54,11 @@
 // rows and one with more. A call with fewer than two rows of the first kind per thread cuts long
 // rows into segments, each with its partial results, so that every thread has work: those results
 // can differ in the last bit from a call with another thread count or more rows. On the CPU, a
-// reduction of 1024 elements or more down columns (any axis but the last) is cut into segments of
-// rows, by their count alone, whose partial results are combined in double, so that every thread
-// has work however few the columns. Every other result (these included) is the same bits whatever
-// the threads, the other columns and slices of the call, and wherever x lies in memory.
+// reduction of 1024 elements or more down columns (any axis but the last), or along rows that are
+// transposed (above), is cut into segments by its length alone, whose partial results are combined
+// in double, so that every thread has work however few the columns. Every other result (these
+// included) is the same bits whatever the threads, the other columns and slices of the call, and
+// wherever x lies in memory.
 #pragma once
 
 #include <cstdint>
