@@ -299,8 +299,9 @@ elseif (STEP STREQUAL "tune")
   string(TIMESTAMP t1 "%s")
   math(EXPR took "${t1} - ${t0}")
   # The default is compiled and measured whatever the budget: under AddressSanitizer (make
-  # test-sanitize) its compile alone took 9.8 s here and 12 s on CI, so the bound is the later of
-  # the budget and the default's compile, plus 2 s of start and exit.
+  # test-sanitize) its compile alone took 9.8 s here (the whole command 10-11 s; 13 s on CI), so
+  # the bound is the later of the budget and the default's compile, plus 3 s (start, the leak
+  # check at exit, whole seconds).
   file(STRINGS "${WORK}/budget_op.jsonl" default_record REGEX "\"is_default\":true" LIMIT_COUNT 1)
   string(JSON default_compile_s GET "${default_record}" compile_s)
   string(REGEX REPLACE "\\..*" "" default_compile_s "${default_compile_s}")  # whole seconds, rounded down
@@ -308,7 +309,7 @@ elseif (STEP STREQUAL "tune")
   if (default_compile_s GREATER_EQUAL bound)
     math(EXPR bound "${default_compile_s} + 1")
   endif ()
-  math(EXPR bound "${bound} + 2")
+  math(EXPR bound "${bound} + 3")
   if (took GREATER bound)
     message(FATAL_ERROR "tune --ops cassi_forward --budget 8s -j 1024 took ${took} s, more than ${bound} s "
                         "(the default's compile took ${default_compile_s} s)")
