@@ -4,7 +4,7 @@ namespace hpipe::alg {
 
 using namespace Halide;
 
-BatchedDot batched_dot(Func a, Func b, Expr length, Expr shift) {
+BatchedDot batched_dot(Func a, Func b, Expr length) {
   Var u("u"), c("c"), i("i");
   const Type t = value_type(a);
   const Type acc = Float(64);
@@ -12,55 +12,28 @@ BatchedDot batched_dot(Func a, Func b, Expr length, Expr shift) {
   op.length = length;
   Expr full_blocks = length / kDotLanes;
   op.chunk_count = max(1, (full_blocks + kDotChunkBlocks - 1) / kDotChunkBlocks);
-  Expr first_block = c * kDotChunkBlocks;
-  Expr chunk_blocks = min(kDotChunkBlocks, full_blocks - first_block);
-  const bool shifted = shift.defined();  // element k of a row at a(k + shift, i), else at a(k, i)
 
-  // Every sum is strict_float: Halide lets LLVM contract a product and a sum into an FMA and
-  // reassociate sums, which it did or not by the form of the code around them and the target, so
-  // that the two forms' sums differed in the last bits (float64 lane totals on AVX-512, the masked
-  // vectors with AVX2's FMA).
+  op.blocks = RDom(0, kDotChunkBlocks, "block");
+  op.blocks.where(c * kDotChunkBlocks + op.blocks.x < full_blocks);
+  // The predicate keeps every k it runs below K, but bounds inference bounds c and the block
+  // separately (c's last chunk rounds up), so the index carries the promise explicitly.
+  Expr k = unsafe_promise_clamped((c * kDotChunkBlocks + op.blocks.x) * kDotLanes + u, 0, length - 1);
   op.lanes = Func("lanes");
   op.lanes(u, c, i) = cast(t, 0);
-  Expr lane = op.lanes(u, c, i);
-  op.block_update = shifted ? 1 : 0;
-  if (!shifted) {
-    op.blocks = RDom(0, kDotChunkBlocks, "block");
-    op.blocks.where(first_block + op.blocks.x < full_blocks);
-    // The predicate keeps every k it runs below K, but bounds inference bounds c and the block
-    // separately (c's last chunk rounds up), so the index carries the promise explicitly.
-    Expr k = unsafe_promise_clamped((first_block + op.blocks.x) * kDotLanes + u, 0, length - 1);
-    op.lanes(u, c, i) = strict_float(lane + a(k, i) * b(k, i));
-  } else {
-    // Vectors start `shift` elements before each block: lane u holds element u - shift, which
-    // belongs to canonical lane (u - shift) mod kDotLanes. A chunk then spans chunk_blocks + 1
-    // vectors, the first and last masked to its own elements; each lane still adds its elements
-    // in k order, so the sums are the canonical ones, bit for bit.
-    auto product = [&](Expr block) {
-      Expr k = unsafe_promise_clamped((first_block + block) * kDotLanes + u, 0, length + kDotLanes - 1);
-      return a(k, i) * b(k, i);
-    };
-    Expr any = chunk_blocks > 0;
-    op.lanes(u, c, i) = strict_float(select(any && u >= shift, lane + product(0), lane));
-    op.blocks = RDom(1, kDotChunkBlocks - 1, "block");
-    op.blocks.where(op.blocks.x < chunk_blocks);
-    op.lanes(u, c, i) = strict_float(lane + product(op.blocks.x));
-    op.lanes(u, c, i) = strict_float(select(any && u < shift, lane + product(chunk_blocks), lane));
-  }
+  op.lanes(u, c, i) += a(k, i) * b(k, i);
 
   op.lane = RDom(0, kDotLanes, "lane");
   op.lane_total = Func("lane_total");
   op.lane_total(c, i) = cast(acc, 0);
-  Expr canonical_lane = shifted ? (op.lane + shift) % kDotLanes : Expr(op.lane);
-  op.lane_total(c, i) = strict_float(op.lane_total(c, i) + cast(acc, op.lanes(canonical_lane, c, i)));
+  op.lane_total(c, i) += cast(acc, op.lanes(op.lane, c, i));
 
   // The leftover products of the row, added (in double) to the last chunk only.
   op.tail = RDom(0, length - full_blocks * kDotLanes, "tail");
   op.tail.where(c == op.chunk_count - 1);
-  Expr kt = full_blocks * kDotLanes + op.tail.x + (shifted ? shift : 0);
+  Expr kt = full_blocks * kDotLanes + op.tail.x;
   op.tail_total = Func("tail_total");
   op.tail_total(c, i) = cast(acc, 0);
-  op.tail_total(c, i) = strict_float(op.tail_total(c, i) + cast(acc, a(kt, i)) * cast(acc, b(kt, i)));
+  op.tail_total(c, i) += cast(acc, a(kt, i)) * cast(acc, b(kt, i));
 
   op.chunk_sum = Func("chunk_sum");
   op.chunk_sum(c, i) = op.lane_total(c, i) + op.tail_total(c, i);
@@ -68,7 +41,7 @@ BatchedDot batched_dot(Func a, Func b, Expr length, Expr shift) {
   op.chunks = RDom(0, op.chunk_count, "chunk");
   op.sum = Func("sum");
   op.sum(i) = cast(acc, 0);
-  op.sum(i) = strict_float(op.sum(i) + op.chunk_sum(op.chunks, i));
+  op.sum(i) += op.chunk_sum(op.chunks, i);
   op.out = Func("out");
   op.out(i) = cast(t, op.sum(i));
   return op;

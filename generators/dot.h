@@ -11,12 +11,6 @@
 // kDotChunkBlocks products each; the lanes of a chunk, the K % kDotLanes leftover products and
 // the chunks are then summed in double. So no float32 partial sum ever covers more than
 // kDotChunkBlocks products, whatever K is (bound: runtime/include/hpipe/dot.h).
-//
-// With `shift` (0 < shift < kDotLanes), element k of a row is read at a(k + shift, i), and a and b
-// are read over k + shift in [0, K + kDotLanes): rows that start `shift` elements after a cache
-// line are then read in whole lines (a vector across two lines costs two loads), each chunk by one
-// vector more whose lanes outside the chunk are masked, and with the same sums in the same order
-// as without.
 #pragma once
 
 #include "Halide.h"
@@ -29,9 +23,7 @@ constexpr int kDotChunkBlocks = 64;  // blocks of kDotLanes per chunk: 2048 prod
 
 struct BatchedDot {
   Halide::Expr length;      // K
-  Halide::Func lanes;       // lanes(u, c, i): partial sum of lane u over the blocks of chunk c (element type);
-                            // shifted, of lane (u - shift) mod kDotLanes
-  int block_update;         // the update of `lanes` over `blocks` (shifted: 1, between the masked vectors)
+  Halide::Func lanes;       // lanes(u, c, i): partial sum of lane u over the blocks of chunk c (element type)
   Halide::Func lane_total;  // lane_total(c, i) = sum_u lanes(u, c, i), in double
   Halide::Func tail_total;  // tail_total(c, i): the K % kDotLanes leftover products, on the last chunk only
   Halide::Func chunk_sum;   // chunk_sum(c, i) = lane_total + tail_total
@@ -40,7 +32,7 @@ struct BatchedDot {
   Halide::RDom blocks, lane, tail, chunks;
   Halide::Expr chunk_count;  // max(1, ceil((K / kDotLanes) / kDotChunkBlocks))
 };
-BatchedDot batched_dot(Halide::Func a, Halide::Func b, Halide::Expr length, Halide::Expr shift = Halide::Expr());
+BatchedDot batched_dot(Halide::Func a, Halide::Func b, Halide::Expr length);
 
 // The same product for column-major operands (a transposed view): a(i, k), b(i, k), rows
 // contiguous along i. Every row accumulates serially over chunks of kDotColumnChunk products in

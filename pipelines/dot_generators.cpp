@@ -43,32 +43,6 @@ using BatchedDotRowsGenerator = BatchedDotGenerator<T, false>;
 template <class T>
 using BatchedDotColumnsGenerator = BatchedDotGenerator<T, true>;
 
-// Row-major operands read from `shift` elements before each row (alg::batched_dot): a(k, i) is
-// element k - shift of row i, k in [0, length + alg::kDotLanes) (runtime/src/dot.cpp).
-template <class T>
-class BatchedDotShiftedGenerator : public FamilyGenerator<BatchedDotShiftedGenerator<T>, sched::DotKnobs> {
- public:
-  GeneratorInput<Buffer<T>> a{"a", 2};
-  GeneratorInput<Buffer<T>> b{"b", 2};
-  GeneratorInput<int> length{"length"};
-  GeneratorInput<int> shift{"shift"};
-  GeneratorOutput<Buffer<T>> out{"out", 1};
-
-  void generate() {
-    const alg::DotEstimates e;
-    auto op = alg::batched_dot(a, b, length, shift);
-    out = op.out;
-    length.set_estimate(e.length);
-    shift.set_estimate(4);
-    Region shifted = e.matrix();
-    shifted[0].extent = Expr(e.length + alg::kDotLanes);
-    a.set_estimates(shifted);
-    b.set_estimates(shifted);
-    out.set_estimates(e.out());
-    this->schedule_with_knobs(op);
-  }
-};
-
 }  // namespace
 
 using BatchedDotColumnsPartialF32Generator = BatchedDotGenerator<float, true, double>;
@@ -77,5 +51,4 @@ using BatchedDotColumnsPartialF32Generator = BatchedDotGenerator<float, true, do
 
 HPIPE_REGISTER_GENERATOR(hpipe::BatchedDotRowsGenerator, batched_dot)
 HPIPE_REGISTER_GENERATOR(hpipe::BatchedDotColumnsGenerator, batched_dot_columns)
-HPIPE_REGISTER_GENERATOR(hpipe::BatchedDotShiftedGenerator, batched_dot_shifted)
 HALIDE_REGISTER_GENERATOR(hpipe::BatchedDotColumnsPartialF32Generator, batched_dot_columns_partial_f32)

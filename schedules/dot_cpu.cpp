@@ -24,11 +24,7 @@ void schedule_cpu(alg::BatchedDot op, const Target &, const DotCpuKnobs &k) {
   // The lanes of one chunk live in registers while its blocks stream past.
   Var u = arg(op.lanes, 0);
   op.lanes.compute_at(op.chunk_sum, ti).vectorize(u);
-  for (int s = 0; s < op.lanes.num_update_definitions(); s++) {
-    Stage update = op.lanes.update(s);
-    if (s == op.block_update) update.reorder(u, op.blocks.x);
-    update.vectorize(u);
-  }
+  op.lanes.update().reorder(u, op.blocks.x).vectorize(u);
   // Per chunk: a horizontal sum of kDotLanes values and at most kDotLanes - 1 leftover products.
   // Their updates stay serial on purpose: scalar loops of at most kDotLanes iterations.
   op.lane_total.compute_at(op.chunk_sum, ti);

@@ -25,11 +25,7 @@ void schedule_cuda(alg::BatchedDot op, const Target &, const DotCudaKnobs &k) {
   Var u = arg(op.lanes, 0);
   op.lanes.compute_at(op.chunk_sum, chunk_row).gpu_threads(u);
   // Each thread walks the blocks of the chunk for its own lane.
-  for (int s = 0; s < op.lanes.num_update_definitions(); s++) {
-    Stage update = op.lanes.update(s);
-    if (s == op.block_update) update.reorder(op.blocks.x, u);
-    update.gpu_threads(u);
-  }
+  op.lanes.update().reorder(op.blocks.x, u).gpu_threads(u);
   // The combination in double runs in the block's one thread of chunk_sum (both stages of each).
   op.lane_total.compute_at(op.chunk_sum, one);
   op.tail_total.compute_at(op.chunk_sum, one);

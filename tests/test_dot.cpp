@@ -149,38 +149,6 @@ TYPED_TEST(DotTyped, TransposedViewsOffACacheLine) {
   EXPECT_EQ(to_doubles(a_space), before);
 }
 
-// Dense rows a whole number of cache lines long, starting a few elements into a line (as NumPy
-// allocates), over 1 MiB and of at least a chunk: the inner rows run on the shifted kernel, bit for
-// bit as from copies on a line, for every place in the line; chunks whole and not, a row's tail of
-// leftover products or none, a single inner row; b elsewhere in its line runs as it is.
-TYPED_TEST(DotTyped, RowsOffACacheLine) {
-  using T = TypeParam;
-  constexpr std::int64_t kLine = 64 / sizeof(T);
-  std::uint32_t seed = 500;
-  for (const Shape s : {Shape{130, 2048}, Shape{130, 2064}, Shape{40, 5136}, Shape{3, 100000}}) {
-    for (double lo : {0.05, -1.0}) {
-      const auto a = random_array<T, 2>({s.n, s.k}, seed++, lo), b = random_array<T, 2>({s.n, s.k}, seed++, lo);
-      auto on_a_line = poisoned<T, 1>({s.n});
-      batched_dot(a.view(), b.view(), on_a_line.view(), {Device::cpu});
-      ASSERT_TRUE(within_dot_bound<T>(to_doubles(on_a_line), to_doubles(a), to_doubles(b), s.n, s.k));
-      Array<T, 1> a_space({s.n * s.k + kLine}), b_space({s.n * s.k + kLine});
-      for (std::int64_t a_offset = 1; a_offset < kLine; a_offset++) {
-        for (std::int64_t b_offset : {a_offset, (a_offset + 1) % kLine}) {
-          SCOPED_TRACE("N=" + std::to_string(s.n) + " K=" + std::to_string(s.k) + " lo=" + std::to_string(lo) +
-                       ", a " + std::to_string(a_offset) + ", b " + std::to_string(b_offset) +
-                       " elements into a line");
-          std::copy_n(a.data(), s.n * s.k, a_space.data() + a_offset);
-          std::copy_n(b.data(), s.n * s.k, b_space.data() + b_offset);
-          auto out = poisoned<T, 1>({s.n});
-          batched_dot(View<const T, 2>(a_space.data() + a_offset, {s.n, s.k}),
-                      View<const T, 2>(b_space.data() + b_offset, {s.n, s.k}), out.view(), {Device::cpu});
-          EXPECT_EQ(0, std::memcmp(out.data(), on_a_line.data(), sizeof(T) * s.n));
-        }
-      }
-    }
-  }
-}
-
 TYPED_TEST(DotTyped, TransposedMatchesReferenceOnCuda) {
   if (!cuda_available()) GTEST_SKIP() << "no usable GPU: " << cuda_unavailable_reason();
   std::uint32_t seed = 400;

@@ -20,14 +20,12 @@ struct DotKernels;
 template <>
 struct DotKernels<float> {
   static constexpr auto rows = HPIPE_KERNEL(hpipe_batched_dot_f32);
-  static constexpr auto rows_shifted = HPIPE_KERNEL(hpipe_batched_dot_shifted_f32);
   static constexpr auto columns = HPIPE_KERNEL(hpipe_batched_dot_columns_f32);
   static constexpr auto columns_partial = HPIPE_KERNEL(hpipe_batched_dot_columns_partial_f32);  // double out
 };
 template <>
 struct DotKernels<double> {
   static constexpr auto rows = HPIPE_KERNEL(hpipe_batched_dot_f64);
-  static constexpr auto rows_shifted = HPIPE_KERNEL(hpipe_batched_dot_shifted_f64);
   static constexpr auto columns = HPIPE_KERNEL(hpipe_batched_dot_columns_f64);
   static constexpr auto columns_partial = HPIPE_KERNEL(hpipe_batched_dot_columns_f64);
 };
@@ -107,54 +105,6 @@ void dot_short_rows(const View<const T, 2> &a, const View<const T, 2> &b, const 
   });
 }
 
-// NumPy's large arrays start 16 bytes into a cache line, and so does every row of a dense (N, K)
-// array whose rows are whole lines: each of the row kernel's vectors then loads across two lines.
-// Rows of a and b both so placed run on the shifted kernel (generators/dot.h), which reads them
-// from the line they start in and sums in the same order, bit for bit; the first and last rows,
-// whose lines reach past the arrays, on the row kernel. The elements read are a's and b's own, the
-// rows being dense. Rows of at least a chunk only: from Python, both operands 16 bytes into a line,
-// row kernel / shifted, ms, Zen 5 VM, 2026-11-29: float32 4096 x 4096 2.40-2.73 / 1.69-1.95, 31000 x
-// 2048 9.9-12.6 / 7.7-8.3, 61000 x 1040 8.5-12.1 / 9.2-12.2, 116508 x 544 10.4-10.9 / 11.9-12.6;
-// float64 4096 x 4096 4.6-5.2 / 3.7-4.8, 1024 x 65536 20.4-20.5 / 15.4-17.2, 116508 x 544 17.5-17.7
-// / 18.6-20.2 (from aligned arrays: float32 4096 x 4096 2.0, float64 4.0).
-constexpr std::int64_t kShiftedRowsFrom = 2048;    // products of a chunk (generators/dot.h)
-constexpr std::int64_t kShiftedRowsReadPast = 32;  // kDotLanes of generators/dot.h
-
-template <class T>
-std::int64_t rows_shift(const View<const T, 2> &a, const View<const T, 2> &b) {
-  constexpr std::int64_t kLineElements = 64 / sizeof(T);
-  if (a.shape(1) < kShiftedRowsFrom || a.shape(0) < 3 || a.stride(0) != a.shape(1) || b.stride(0) != b.shape(1))
-    return 0;
-  const std::int64_t lead = detail::columns_before_line(a);
-  return lead > 0 && lead == detail::columns_before_line(b) ? kLineElements - lead : 0;
-}
-
-template <class T>
-void dot_rows_shifted(const View<const T, 2> &a, const View<const T, 2> &b, const View<T, 1> &out, std::int64_t shift,
-                      const Options &options) {
-  const std::int64_t n = a.shape(0), k = a.shape(1);
-  {  // rows 0 and n - 1
-    const auto ends = [&](const View<const T, 2> &v) {
-      return View<const T, 2>(v.data(), {2, k}, {(n - 1) * v.stride(0), 1}, v.memory());
-    };
-    Call part("batched_dot", options);
-    auto aa = part.input("a", ends(a));
-    auto ba = part.input("b", ends(b));
-    auto oa = part.output("out", View<T, 1>(out.data(), {2}, {(n - 1) * out.stride(0)}, out.memory()));
-    part.run(DotKernels<T>::rows, aa, ba, oa);
-  }
-  // The kernel reads each row from `shift` elements before it to kShiftedRowsReadPast after it,
-  // within the rows before and after.
-  const auto inner = [&](const View<const T, 2> &v) {
-    return View<const T, 2>(v.data() + v.stride(0) - shift, {n - 2, k + kShiftedRowsReadPast}, v.strides(), v.memory());
-  };
-  Call part("batched_dot", options);
-  auto aa = part.input("a", inner(a));
-  auto ba = part.input("b", inner(b));
-  auto oa = part.output("out", detail::batch_part(out, 1, n - 2));
-  part.run(DotKernels<T>::rows_shifted, aa, ba, static_cast<int>(k), static_cast<int>(shift), oa);
-}
-
 template <class T>
 void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Options &options) {
   Call call("batched_dot", options);
@@ -220,12 +170,6 @@ void dot_impl(View<const T, 2> a, View<const T, 2> b, View<T, 1> out, const Opti
   auto aa = call.input("a", a);
   auto ba = call.input("b", b);
   auto oa = call.output("out", out);
-  if (const std::int64_t shift = rows_shift(a, b); shift > 0 && !call.uses_cuda()) {
-    // Each part's call sees only its rows.
-    detail::check_disjoint("batched_dot", "out", out, "a", a);
-    detail::check_disjoint("batched_dot", "out", out, "b", b);
-    return dot_rows_shifted(a, b, out, shift, options);
-  }
   call.run(DotKernels<T>::rows, aa, ba, oa);
 }
 

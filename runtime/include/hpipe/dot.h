@@ -17,9 +17,7 @@
 //            one float sum per 64 consecutive k.
 //   float64: the same orders in double:   |out[i] - exact| <= (100 + K / 1024) * eps64 * S.
 // The same values in the two layouts are summed in these different orders, so they may round
-// differently, each within the bound. In one layout the order, and so every bit, does not depend
-// on where the rows lie (on the CPU, dense rows a few elements into a cache line are read from the
-// line they start in, summed in the same order).
+// differently, each within the bound.
 // (For comparison, one serial float sum guarantees only about K * eps32 * S.)
 //
 // Outputs must not overlap inputs. N = 0 gives an empty result, K = 0 zeros (NumPy's).
