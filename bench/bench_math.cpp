@@ -98,17 +98,19 @@ HPIPE_MATH_BENCH(BM_exp_f64);
 HPIPE_MATH_BENCH(BM_log_f64);
 HPIPE_MATH_BENCH(BM_erf_f64);
 HPIPE_MATH_BENCH(BM_erf_f64_normal_cdf);
-// And a softmax's normaliser: 10^6 rows of 10 classes and 125000 rows of 32 along the last axis
-// (short rows: transposed in tasks); down 10^5 rows of 100 columns (fewer columns than a task's:
-// the rows in segments).
+// And a softmax's normaliser along the last axis: 10^6 rows of 10 classes (short rows: transposed
+// in tasks), 125000 rows of 32 and 4096 rows of 1000 (the rows kernel); down 10^5 rows of 100
+// columns (fewer columns than a task's: the rows in segments).
 HPIPE_BENCHMARK(BM_logsumexp_f32, ->Args({10000, 10000, 0})
                                       ->Args({10000, 10000, 1})
                                       ->Args({1000000, 10, 1})
                                       ->Args({125000, 32, 1})
+                                      ->Args({4096, 1000, 1})
                                       ->Args({100000, 100, 0})
                                       ->UseRealTime()
                                       ->Unit(benchmark::kMillisecond));
-HPIPE_BENCHMARK(BM_logsumexp_f64, ->Args({10000, 10000, 0})->UseRealTime()->Unit(benchmark::kMillisecond));
+HPIPE_BENCHMARK(
+    BM_logsumexp_f64, ->Args({10000, 10000, 0})->Args({10000, 10000, 1})->UseRealTime()->Unit(benchmark::kMillisecond));
 
 }  // namespace
 }  // namespace hpipe::bench

@@ -55,7 +55,12 @@ Expr from_bits(const Expr &i) { return reinterpret(Float(64), i); }
 // NaN / inf / finite tests on the bits. Halide 14 emits predicated (masked) loads with LLVM's
 // nnan and ninf flags, after which LLVM folds floating-point NaN tests of the loaded values to
 // false (a NaN in a vector's tail came out as inf); integer tests of the bits are not folded.
-Expr magnitude_bits(const Expr &d) { return bits_of(d) & Expr(std::int64_t(0x7fffffffffffffff)); }
+// float or double d's bits without the sign, as an integer of its width.
+Expr magnitude_bits(const Expr &d) {
+  const bool single = d.type() == Float(32);
+  return reinterpret(single ? Int(32) : Int(64), d) &
+         (single ? Expr(std::numeric_limits<std::int32_t>::max()) : Expr(std::numeric_limits<std::int64_t>::max()));
+}
 constexpr std::int64_t kInfBits = 0x7ff0000000000000;
 Expr is_nan_bits(const Expr &d) { return magnitude_bits(d) > Expr(kInfBits); }
 Expr is_inf_bits(const Expr &d) { return magnitude_bits(d) == Expr(kInfBits); }
@@ -435,6 +440,24 @@ Elementwise elementwise(Func x, Expr n, MathFunction fn, int group_lanes) {
   return op;
 }
 
+// logsumexp's maximum of x (type t) starts at the lowest finite value (the lanes run with LLVM's
+// no-infinities flags); beside it goes the largest magnitude's bits (magnitude_bits), an integer
+// max that the fast-math flags cannot fold, which tells NaN and +inf apart from finite values.
+Tuple lowest_and_no_magnitude(const Type &t) {
+  return Tuple(cast(t, Expr(t == Float(32) ? -std::numeric_limits<float>::max() : -std::numeric_limits<double>::max())),
+               magnitude_bits(cast(t, 0)));
+}
+
+// logsumexp of x (type t) from its shift (the maximum, in double), the sum of exp(x - shift) and
+// the largest magnitude's bits, rounded to out_type: NaN anywhere gives NaN, else +inf anywhere
+// +inf; the term of the maximum is 1, so a sum below 1/2 is of -inf only (terms e^-80 or less).
+Expr settled(const Expr &shift, const Expr &sum, const Expr &largest_magnitude, const Type &t, const Type &out_type) {
+  Expr inf_bits = t == Float(32) ? Expr(std::int32_t(0x7f800000)) : Expr(kInfBits);
+  Expr nan = largest_magnitude > inf_bits, plus_inf = bits_of(shift) == Expr(kInfBits);
+  return strict_float(cast(out_type, select(nan, Expr(kNaN), plus_inf, Expr(kInf), sum < Expr(0.5), Expr(-kInf),
+                                            shift + log_double().fused(sum))));
+}
+
 LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, LogSumExpChunks chunking, Type out_type,
                     LogSumExpReads reads) {
   Var i("i"), c("c"), o("o");
@@ -466,17 +489,10 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, LogSumExpChunk
   op.chunk_max = Func("chunk_max");
   op.chunk_sum = Func("chunk_sum");
   Expr x_row = x(i, row_in(row), o);
-  // The maximum is a max started at the lowest finite value (the lanes run with LLVM's
-  // no-infinities flags); beside it the largest magnitude's bits, an integer max that the fast-math
-  // flags cannot fold, tell NaN and +inf apart from finite chunks.
   const bool single = t == Float(32);
-  const Type bits_type = single ? Int(32) : Int(64);
-  const std::int64_t inf_bits = single ? 0x7f800000 : kInfBits;
-  Expr magnitude = reinterpret(bits_type, x_row) & cast(bits_type, Expr(single ? 0x7fffffff : 0x7fffffffffffffff));
+  op.chunk_max(i, c, o) = lowest_and_no_magnitude(t);
   op.chunk_max(i, c, o) =
-      Tuple(cast(t, Expr(single ? -std::numeric_limits<float>::max() : -std::numeric_limits<double>::max())),
-            cast(bits_type, 0));
-  op.chunk_max(i, c, o) = Tuple(max(op.chunk_max(i, c, o)[0], x_row), max(op.chunk_max(i, c, o)[1], magnitude));
+      Tuple(max(op.chunk_max(i, c, o)[0], x_row), max(op.chunk_max(i, c, o)[1], magnitude_bits(x_row)));
   Expr m = op.chunk_max(i, c, o)[0], flags = op.chunk_max(i, c, o)[1];
   // A row past the end has its exponent lowered by a min with a scalar, so that its term is
   // nothing beside the chunk's sum of at least 1.
@@ -512,7 +528,7 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, LogSumExpChunk
   // NaN and infinities are settled at the end, from the largest magnitude's bits and the running
   // maximum; meanwhile they make the running values whatever they make them.
   op.running = Func("running");
-  op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0), cast(bits_type, 0));
+  op.running(i, o) = Tuple(Expr(-std::numeric_limits<double>::max()), Expr(0.0), magnitude_bits(cast(t, 0)));
   Expr old_shift = op.running(i, o)[0], old_sum = op.running(i, o)[1], old_flags = op.running(i, o)[2];
   Expr chunk_shift = op.chunk(i, op.chunks, o)[0], chunk_sum = op.chunk(i, op.chunks, o)[1],
        chunk_flags = op.chunk(i, op.chunks, o)[2];
@@ -522,14 +538,66 @@ LogSumExp logsumexp(Func x, Internal::Parameter input, Expr rows, LogSumExpChunk
   op.running(i, o) =
       Tuple(max(old_shift, chunk_shift), strict_float(kept + scaled * scale), max(old_flags, chunk_flags));
 
-  // NaN anywhere gives NaN, else +inf anywhere +inf; the term of the maximum is 1, so a sum below
-  // 1/2 is a slice of -inf only (its terms e^-80 or less each).
-  Expr shift = op.running(i, o)[0], sum = op.running(i, o)[1], all_flags = op.running(i, o)[2];
-  Expr nan = all_flags > cast(bits_type, Expr(inf_bits)), plus_inf = bits_of(shift) == Expr(kInfBits);
-  Expr value =
-      select(nan, Expr(kNaN), plus_inf, Expr(kInf), sum < Expr(0.5), Expr(-kInf), shift + log_double().fused(sum));
   op.out = Func("out");
-  op.out(i, o) = strict_float(cast(out_type, value));
+  op.out(i, o) = settled(op.running(i, o)[0], op.running(i, o)[1], op.running(i, o)[2], t, out_type);
+  return op;
+}
+
+LogSumExpRows logsumexp_rows(Func x, Expr n, int block, Type out_type) {
+  Var lane("lane"), r("r");
+  const Type t = value_type(x);
+  const bool single = t == Float(32);
+  LogSumExpRows op;
+  op.block = block;
+  op.n = n;
+  // A row is n / block whole blocks and, where n is not a multiple of `block`, a tail block that
+  // ends at the row's end, so that every load is a whole vector; the tail block's lanes that the
+  // whole blocks counted count in the maximum as they are and are left out of the sum.
+  Expr whole = n / block;
+  auto first_of = [&](const Expr &b) { return min(b * block, n - block); };
+  op.blocks = RDom(0, (n + block - 1) / block, "block");
+  op.lane_max = Func("lane_max");
+  op.lane_max(lane, r) = lowest_and_no_magnitude(t);
+  Expr xb = x(first_of(op.blocks) + lane, r);
+  op.lane_max(lane, r) = Tuple(max(op.lane_max(lane, r)[0], xb), max(op.lane_max(lane, r)[1], magnitude_bits(xb)));
+  op.lanes = RDom(0, block, "lane_of_row");
+  op.row_max = Func("row_max");
+  op.row_max(r) = lowest_and_no_magnitude(t);
+  op.row_max(r) =
+      Tuple(max(op.row_max(r)[0], op.lane_max(op.lanes, r)[0]), max(op.row_max(r)[1], op.lane_max(op.lanes, r)[1]));
+  Expr m = op.row_max(r)[0];
+  auto exp_of_shifted = [&](const Expr &element) {
+    Expr d = min(x(element, r) - m, cast(t, 0));
+    return single ? exp_nonpositive(d) : exp_nonpositive_double(d);
+  };
+  auto whole_term = [&](const Expr &b) { return exp_of_shifted(b * block + lane); };
+  // float32: as the column kernel's terms, two blocks' terms added in float, then summed in double;
+  // float64: a block at a time, strict.
+  auto add = [&](const Expr &terms) {
+    Expr sum = op.lane_sum(lane, r);
+    return single ? sum + cast<double>(terms) : strict_float(sum + terms);
+  };
+  op.lane_sum = Func("lane_sum");
+  op.lane_sum(lane, r) = Expr(0.0);
+  if (single) {
+    op.whole_blocks = RDom(0, whole / 2, "block_pair");
+    op.lane_sum(lane, r) = add(whole_term(2 * op.whole_blocks) + whole_term(2 * op.whole_blocks + 1));
+    op.odd_block = RDom(0, 1, "odd_block");
+    op.odd_block.where(whole % 2 == 1);
+    op.lane_sum(lane, r) = add(whole_term(whole - 1 + op.odd_block));
+  } else {
+    op.whole_blocks = RDom(0, whole, "whole_block");
+    op.lane_sum(lane, r) = add(whole_term(op.whole_blocks));
+  }
+  op.tail_block = RDom(0, 1, "tail_block");
+  op.tail_block.where(n % block != 0);
+  Expr tail_element = n - block + op.tail_block + lane;
+  op.lane_sum(lane, r) = add(select(tail_element >= whole * block, exp_of_shifted(tail_element), cast(t, 0)));
+  op.row_sum = Func("row_sum");
+  op.row_sum(r) = Expr(0.0);
+  op.row_sum(r) += op.lane_sum(op.lanes, r);
+  op.out = Func("out");
+  op.out(r) = settled(cast<double>(m), op.row_sum(r), op.row_max(r)[1], t, out_type);
   return op;
 }
 

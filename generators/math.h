@@ -83,12 +83,38 @@ struct LogSumExp {
 LogSumExp logsumexp(Halide::Func x, Halide::Internal::Parameter input, Halide::Expr rows, LogSumExpChunks chunking,
                     Halide::Type out_type, LogSumExpReads reads);
 
+// logsumexp along contiguous rows x(k, r) of n >= `block` elements (k innermost; the runtime's
+// rows of 16 to 2047, softmax's normalizer), each row in two passes that read it from cache: its
+// maximum over blocks of `block` lanes, then its sum of exp(x - max), one shift for the row. A
+// row is n / block whole blocks and, where n is not a multiple, a tail block that ends at the
+// row's end (every load a whole vector), its lanes the whole blocks counted left out of the sum.
+// float32 terms in float lanes, two whole blocks' terms added in float before the sum in double
+// (the column kernel's bound); float64 terms in double, strict. The lanes' maxima and sums are
+// combined per row; NaN and infinities as logsumexp's.
+struct LogSumExpRows {
+  int block = 0;
+  Halide::Expr n;             // the rows' length
+  Halide::RDom blocks;        // lane_max's update: every block, the tail block last
+  Halide::RDom whole_blocks;  // lane_sum's first update: float32 pairs of whole blocks, float64 whole blocks
+  Halide::RDom odd_block;     // float32: the last whole block where their count is odd (an update of its own)
+  Halide::RDom tail_block;    // lane_sum's last update: the tail block, where there is one
+  Halide::RDom lanes;         // row_max's and row_sum's updates: the lanes of a block
+  Halide::Func lane_max;      // (lane, r) -> {max, largest magnitude's bits}
+  Halide::Func row_max;       // (r) -> {max, largest magnitude's bits}
+  Halide::Func lane_sum;      // (lane, r): sum of exp(x - row max) in double
+  Halide::Func row_sum;       // (r)
+  Halide::Func out;           // (r), out_type
+};
+LogSumExpRows logsumexp_rows(Halide::Func x, Halide::Expr n, int block, Halide::Type out_type);
+
 // Estimates: the W2 workload of shared/workloads.md, 10000 x 10000 (10^8 elements), axis 0.
 struct MathEstimates {
   int rows = 10000, columns = 10000;
   Halide::Region flat() const { return {{0, rows * columns}}; }
   Halide::Region matrix() const { return {{0, columns}, {0, rows}, {0, 1}}; }  // (i, r, o)
   Halide::Region reduced() const { return {{0, columns}, {0, 1}}; }
+  Halide::Region rows_of_matrix() const { return {{0, columns}, {0, rows}}; }  // (k, r): W2 along its rows
+  Halide::Region per_row() const { return {{0, rows}}; }
 };
 
 }  // namespace hpipe::alg

@@ -63,6 +63,28 @@ class LogSumExpGenerator : public FamilyGenerator<LogSumExpGenerator<T, Out, kRe
   }
 };
 
+// logsumexp along contiguous rows of at least sched::kLogSumExpRowBlock elements, each row in
+// cache (the rows kernel): x (k, r), out (r).
+template <class T>
+class LogSumExpRowsGenerator : public FamilyGenerator<LogSumExpRowsGenerator<T>, sched::MathLogSumExpKnobs> {
+ public:
+  GeneratorInput<Buffer<T>> x{"x", 2};
+  GeneratorOutput<Buffer<T>> out{"out", 1};
+
+  void generate() {
+    x.dim(0).set_stride(1);  // every block is one vector load
+    Expr n = x.dim(0).extent();
+    auto op = alg::logsumexp_rows(x, n, sched::kLogSumExpRowBlock, halide_type_of<T>());
+    out = op.out;
+    this->add_requirement(n >= sched::kLogSumExpRowBlock, "logsumexp rows kernel: rows of at least",
+                          sched::kLogSumExpRowBlock, "elements, got", n);
+    const MathEstimates e;
+    x.set_estimates(e.rows_of_matrix());
+    out.set_estimates(e.per_row());
+    this->schedule_with_knobs(op);
+  }
+};
+
 }  // namespace
 
 using LogSumExpPartialF32Generator = LogSumExpGenerator<float, double, alg::LogSumExpReads::row_vectors>;
@@ -74,5 +96,6 @@ HPIPE_REGISTER_GENERATOR(hpipe::ExpGenerator, math_exp)
 HPIPE_REGISTER_GENERATOR(hpipe::LogGenerator, math_log)
 HPIPE_REGISTER_GENERATOR(hpipe::ErfGenerator, math_erf)
 HPIPE_REGISTER_GENERATOR(hpipe::LogSumExpGenerator, math_logsumexp)
+HPIPE_REGISTER_GENERATOR(hpipe::LogSumExpRowsGenerator, math_logsumexp_rows)
 HALIDE_REGISTER_GENERATOR(hpipe::LogSumExpPartialF32Generator, math_logsumexp_partial_f32)
 HALIDE_REGISTER_GENERATOR(hpipe::LogSumExpColumnsPartialF32Generator, math_logsumexp_columns_partial_f32)

@@ -29,6 +29,11 @@ inline alg::LogSumExpChunks logsumexp_chunks(const Halide::Target &target, const
   return {rows, type == Halide::Float(32) ? rows / 2 + 1 : rows};
 }
 
+// The rows kernel's block (alg::logsumexp_rows), not a knob: an AVX-512 vector of float32 (two of
+// float64, four of AVX2's float32 vectors); the runtime gives it rows of at least this many elements
+// (runtime/src/math.cpp, kRowLanes).
+constexpr int kLogSumExpRowBlock = 16;
+
 // Elements that share one choice between a function's cheap and full forms (alg::elementwise's
 // group_lanes), per backend and type, not a knob: on the CPU a vector of the type, which branches
 // once; on CUDA none (every element computes the full form: the kernels run at the copy's speed).
@@ -90,9 +95,11 @@ struct MathLogSumExpCudaKnobs {
 
 void schedule_cpu(alg::Elementwise op, const Halide::Target &t, const MathElementwiseCpuKnobs &k);
 void schedule_cpu(alg::LogSumExp op, const Halide::Target &t, const MathLogSumExpCpuKnobs &k);
+void schedule_cpu(alg::LogSumExpRows op, const Halide::Target &t, const MathLogSumExpCpuKnobs &k);
 
 void schedule_cuda(alg::Elementwise op, const Halide::Target &t, const MathElementwiseCudaKnobs &k);
 void schedule_cuda(alg::LogSumExp op, const Halide::Target &t, const MathLogSumExpCudaKnobs &k);
+void schedule_cuda(alg::LogSumExpRows op, const Halide::Target &t, const MathLogSumExpCudaKnobs &k);
 
 // The knob structs each backend reads (used by the generators and the tuner): the elementwise
 // ops and logsumexp have their own knobs (their best vector widths differ; their CUDA grids

@@ -61,4 +61,12 @@ void schedule_cuda(alg::LogSumExp op, const Target &, const MathLogSumExpCudaKno
   op.running.compute_at(op.out, thread).update().unroll(op.chunks.x, k.fold_unroll, TailStrategy::GuardWithIf);
 }
 
+// logsumexp along rows (the rows kernel): a thread per row, its stages in the thread. Not run by
+// the runtime yet (rows on CUDA take the column kernel's path) until a GPU has measured it.
+void schedule_cuda(alg::LogSumExpRows op, const Target &, const MathLogSumExpCudaKnobs &k) {
+  Var r = arg(op.out, 0), block("block"), thread("thread");
+  op.out.gpu_tile(r, block, thread, k.block, TailStrategy::GuardWithIf);
+  for (Func f : {op.lane_max, op.row_max, op.lane_sum, op.row_sum}) f.compute_at(op.out, thread);
+}
+
 }  // namespace hpipe::sched

@@ -667,25 +667,26 @@ TYPED_TEST(MathTyped, LogSumExpEveryAxisMatchesReference) { check_logsumexp_ever
 
 TYPED_TEST(MathTyped, LogSumExpSpecialValues) { check_logsumexp_special_values<TypeParam>(Where::cpu); }
 
-// Long contiguous rows, and few rows, take the lanes path (16 partial results per row or row
-// segment, combined in double with the row's tail): special values in the blocks and in the tail, a
-// row of -inf, many rows (one kernel call) and few rows (cut into segments), few short rows, a long
-// 1-D x.
+// Long contiguous rows (and few rows of lengths the rows kernel does not take) take the lanes path
+// (16 partial results per row or row segment, combined in double with the row's tail): special
+// values in the blocks and in the tail, a row of -inf, rows enough for one kernel call and few
+// rows (cut into segments), few short rows, a long 1-D x.
 TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
-  auto x = random_array<T, 2>({6, 70001}, 61, -30.0, 30.0);
+  constexpr std::int64_t n = 140001;  // 8750 * 16 + 1
+  auto x = random_array<T, 2>({6, n}, 61, -30.0, 30.0);
   x(1, 50000) = inf;  // in a block
-  for (std::int64_t c = 0; c < 70001; c++) x(2, c) = -inf;
-  x(3, 70000) = nan;                   // in the tail (70001 = 4375 * 16 + 1)
-  x(4, 70000) = T(90);                 // the maximum in the tail
-  x(5, 5) = -inf, x(5, 69990) = -inf;  // -inf among finite values
+  for (std::int64_t c = 0; c < n; c++) x(2, c) = -inf;
+  x(3, n - 1) = nan;                    // in the tail
+  x(4, n - 1) = T(90);                  // the maximum in the tail
+  x(5, 5) = -inf, x(5, n - 11) = -inf;  // -inf among finite values
   check_logsumexp<T, 2>(x, 1);
   const auto few = random_array<T, 2>({1, 200003}, 62, -5.0, 5.0);  // one row: segments
   check_logsumexp<T, 2>(few, 1);
-  const auto many = random_array<T, 2>({301, 2050}, 63, -5.0, 5.0);  // rows of 128 blocks + 2
+  const auto many = random_array<T, 2>({5, 131074}, 63, -5.0, 5.0);  // rows of 8192 blocks + 2
   check_logsumexp<T, 2>(many, 1);
-  for (std::int64_t rows : {1, 2, 15})  // few rows take the lanes path from 16 elements on
+  for (std::int64_t rows : {1, 2, 15})  // few rows: float32 rows of 16 and 17 (on CUDA all of them)
     for (std::int64_t n : {16, 17, 100, 511, 512, 1031, 2047})
       check_logsumexp<T, 2>(random_array<T, 2>({rows, n}, std::uint32_t(rows * 7 + n), -30.0, 30.0), 1);
   auto v = random_array<T, 1>({1000003}, 64, -40.0, 10.0);
@@ -696,7 +697,7 @@ TYPED_TEST(MathTyped, LogSumExpAlongLongRows) {
 
 // x a few elements into a cache line (as NumPy allocates) and over 1 MiB: the columns before the
 // line (axis 0) run as a call of their own, bit for bit as from a copy on a line; along rows (the
-// lanes path) the same bits too, special values among the first elements.
+// rows kernel) the same bits too, special values among the first elements.
 TYPED_TEST(MathTyped, LogSumExpOffACacheLine) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
@@ -723,8 +724,8 @@ TYPED_TEST(MathTyped, LogSumExpOffACacheLine) {
 // From 1024 rows on, the CPU reduces columns in segments of rows, combined in double: 2-D down axis
 // 0 (the last 9 rows after the 11 segments of 272 join the combination as they are) with scipy's
 // special cases in segments and in those rows; 3-D along axis 1 with fewer slices than segments (a
-// call per slice) and more (a call per segment); a column alone (the short rows' path, as a
-// hpipe.dask block of one column) the same bits as among others.
+// call per slice) and more (a call per segment); a column alone, strided (the short rows' path),
+// the same bits as among others.
 TYPED_TEST(MathTyped, LogSumExpDownManyRowsInSegments) {
   using T = TypeParam;
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
@@ -742,13 +743,14 @@ TYPED_TEST(MathTyped, LogSumExpDownManyRowsInSegments) {
   check_logsumexp<T, 2>(x, 0);
   check_logsumexp<T, 3>(random_array<T, 3>({3, 1500, 7}, 67, -30.0, 30.0), 1);
   check_logsumexp<T, 3>(random_array<T, 3>({20, 1100, 5}, 68, -30.0, 30.0), 1);
-  const auto x3 = random_array<T, 3>({20, 1500, 9}, 69, -30.0, 30.0);  // 16 slices or more: not the lanes path
+  const auto x3 = random_array<T, 3>({20, 1500, 9}, 69, -30.0, 30.0);
   const auto whole = hpipe::logsumexp(x3.view(), 1, {Device::cpu});
   for (std::int64_t j = 0; j < 9; j++) {
-    Array<T, 3> one({20, 1500, 1});
+    Array<T, 3> spaced({20, 2 * 1500, 1});  // every other element: contiguous, it would be a row of the rows kernel
     for (std::int64_t o = 0; o < 20; o++)
-      for (std::int64_t r = 0; r < 1500; r++) one(o, r, 0) = x3(o, r, j);
-    const auto alone = hpipe::logsumexp(one.view(), 1, {Device::cpu});
+      for (std::int64_t r = 0; r < 1500; r++) spaced(o, 2 * r, 0) = x3(o, r, j);
+    const View<const T, 3> one(spaced.data(), {20, 1500, 1}, {2 * 1500, 2, 1});
+    const auto alone = hpipe::logsumexp(one, 1, {Device::cpu});
     for (std::int64_t o = 0; o < 20; o++)
       EXPECT_EQ(0, std::memcmp(&alone(o, 0), &whole(o, j), sizeof(T))) << "slice " << o << ", column " << j;
   }
@@ -785,19 +787,23 @@ TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
     ASSERT_EQ(std::memcmp(&spaced(3 * r), &dense(r), sizeof(T)), 0) << "row " << r;
     ASSERT_TRUE(std::isnan(spaced(3 * r + 1)) && std::isnan(spaced(3 * r + 2))) << "row " << r;
   }
-  // Rows the transposes split by shuffles (narrower than 16 bytes) or cut into tiles of 16 bytes,
-  // around a tile's and a block's (64) width, up to the lanes path's rows (from 1024, cut into
-  // segments): each result that of the same column of the dense transpose down axis 0, bit for bit
-  // (the same kernel, on the tasks' transposes).
-  for (std::int64_t n : {1, 2, 3, 4, 5, 8, 9, 10, 11, 13, 16, 17, 63, 64, 65, 130, 1023, 1024, 2047}) {
-    const std::int64_t rows = 2 * 4099 / (n / 16 + 1) + 1;  // odd, several tasks
-    const auto x = random_array<T, 2>({rows, n}, std::uint32_t(50 + n), -20.0, 20.0);
-    Array<T, 2> xt({n, rows});
+  // Contiguous rows shorter than the rows kernel's 16, which the transposes split by shuffles
+  // (narrower than 16 bytes) or cut into tiles of 16 bytes, and rows of every other element, which
+  // they copy element by element, from a few to the lengths the column kernel cuts into segments
+  // (from 1024): each result that of the same column of the dense transpose down axis 0, bit for
+  // bit (the same kernel, on the tasks' transposes).
+  for (std::int64_t n : {1, 2, 3, 4, 5, 8, 9, 10, 11, 13, 15, -3, -16, -17, -65, -1023, -1024, -2047}) {
+    const std::int64_t step = n < 0 ? 2 : 1, length = n < 0 ? -n : n;
+    const std::int64_t rows = 2 * 4099 / (length / 16 + 1) + 1;  // odd, several tasks
+    const auto x = random_array<T, 2>({rows, step * length}, std::uint32_t(50 + length), -20.0, 20.0);
+    Array<T, 2> xt({length, rows});
     for (std::int64_t r = 0; r < rows; r++)
-      for (std::int64_t c = 0; c < n; c++) xt(c, r) = x(r, c);
-    const auto along = hpipe::logsumexp(x.view(), 1, {Device::cpu}),
+      for (std::int64_t c = 0; c < length; c++) xt(c, r) = x(r, step * c);
+    const View<const T, 2> rows_of_x(x.data(), {rows, length}, {step * length, step});
+    const auto along = hpipe::logsumexp(rows_of_x, 1, {Device::cpu}),
                down = hpipe::logsumexp(xt.view(), 0, {Device::cpu});
-    ASSERT_EQ(0, std::memcmp(along.data(), down.data(), sizeof(T) * std::size_t(rows))) << "rows of " << n;
+    ASSERT_EQ(0, std::memcmp(along.data(), down.data(), sizeof(T) * std::size_t(rows)))
+        << "rows of " << length << ", every " << step << " element";
   }
   const auto wide = random_array<T, 2>({200, 3000}, 45, -5.0, 5.0);
   Array<T, 2> picked({200, 1500});
@@ -819,6 +825,63 @@ TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
   const auto near = random_array<T, 2>({rows, 10}, 46, -5.0, 5.0);
   for (std::int64_t r = 0; r < rows; r++) std::copy_n(&near(r, 0), 10, far + r * row_stride);
   const auto far_result = hpipe::logsumexp(View<const T, 2>(far, {rows, 10}, {row_stride, 1}), 1, {Device::cpu});
+  EXPECT_EQ(to_doubles(far_result), to_doubles(hpipe::logsumexp(near.view(), 1, {Device::cpu})));
+}
+
+// Contiguous rows of 32 (float64: 16) to 2047 take the rows kernel on the CPU: whole blocks of 16
+// (float32 in pairs, the last one alone where their count is odd) and a tail block that ends at the
+// row's end, whose lanes the whole blocks counted are left out of the sum. Lengths around those
+// cases, in several tasks and in part of a group of rows; each row's bits the same in a call of
+// that row alone (from 32 on) and at another row stride; special values in a whole block, in the
+// tail block's own lane and in a lane it shares with the whole blocks (the maximum there counted
+// once); rows farther apart than a kernel buffer spans.
+TYPED_TEST(MathTyped, LogSumExpAlongRowsInCache) {
+  using T = TypeParam;
+  for (std::int64_t n : {16, 17, 31, 32, 33, 47, 48, 49, 100, 255, 1000, 2047}) {
+    const std::int64_t rows = 2 * (std::int64_t(1) << 15) / n + 5;
+    const auto x = random_array<T, 2>({rows, n}, std::uint32_t(70 + n), -30.0, 30.0);
+    check_logsumexp<T, 2>(x, 1);
+    const auto all = hpipe::logsumexp(x.view(), 1, {Device::cpu});
+    Array<T, 2> padded({rows, n + 3});
+    for (std::int64_t r = 0; r < rows; r++) std::copy_n(&x(r, 0), n, &padded(r, 0));
+    const auto strided = hpipe::logsumexp(View<const T, 2>(padded.data(), {rows, n}, {n + 3, 1}), 1, {Device::cpu});
+    ASSERT_EQ(0, std::memcmp(all.data(), strided.data(), sizeof(T) * std::size_t(rows))) << "rows of " << n;
+    for (std::int64_t r : {std::int64_t(0), rows / 2, rows - 1}) {
+      if (n < 32) break;  // float32: the transposes, or the lanes path for a row alone
+      const auto alone = hpipe::logsumexp(View<const T, 2>(&x(r, 0), {1, n}), 1, {Device::cpu});
+      ASSERT_EQ(0, std::memcmp(&alone(0), &all(r), sizeof(T))) << "row " << r << " of " << n;
+    }
+  }
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  for (std::int64_t n : {17, 33, 49}) {
+    const std::int64_t shared = n - 9, own = n - 1, whole = 3;  // whole: a lane of a whole block only
+    auto x = random_array<T, 2>({12, n}, std::uint32_t(90 + n), -3.0, 3.0);
+    for (std::int64_t c = 0; c < n; c++) x(0, c) = x(9, c) = x(10, c) = -inf;
+    x(1, own) = inf;
+    x(2, shared) = nan;
+    x(3, shared) = inf;
+    x(4, shared) = T(90);
+    x(5, shared) = -inf, x(5, own) = -inf, x(5, whole) = -inf;
+    x(6, own) = nan;
+    x(7, 0) = inf, x(7, own) = nan;
+    x(8, own) = T(90);
+    x(9, own) = T(2.5);
+    x(10, shared) = T(-7.25);
+    x(11, whole) = T(90), x(11, shared) = T(89);
+    check_logsumexp<T, 2>(x, 1);
+  }
+  // Rows far apart: x spans more than a kernel buffer may (2 GiB), so the rows go in several
+  // calls. Address space only: a page of each row is touched (no huge pages).
+  constexpr std::int64_t rows = 20000, row_stride = 32768, n = 100;
+  const std::size_t bytes = std::size_t(rows * row_stride) * sizeof(T);
+  void *space = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(space, MAP_FAILED);
+  const std::unique_ptr<void, std::function<void(void *)>> unmap(space, [bytes](void *p) { munmap(p, bytes); });
+  madvise(space, bytes, MADV_NOHUGEPAGE);
+  T *far = static_cast<T *>(space);
+  const auto near = random_array<T, 2>({rows, n}, 99, -5.0, 5.0);
+  for (std::int64_t r = 0; r < rows; r++) std::copy_n(&near(r, 0), n, far + r * row_stride);
+  const auto far_result = hpipe::logsumexp(View<const T, 2>(far, {rows, n}, {row_stride, 1}), 1, {Device::cpu});
   EXPECT_EQ(to_doubles(far_result), to_doubles(hpipe::logsumexp(near.view(), 1, {Device::cpu})));
 }
 

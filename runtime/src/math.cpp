@@ -33,16 +33,17 @@ struct MathKernels;
 
 // logsumexp_partial (contiguous rows, logsumexp_rows) and logsumexp_columns_partial (segments of
 // columns, logsumexp_column_part): x's type in, double out (float64 partial results of float32
-// input).
-#define HPIPE_MATH_KERNELS(T, suffix, partial, columns_partial)                      \
-  template <>                                                                        \
-  struct MathKernels<T> {                                                            \
-    static constexpr auto exp = HPIPE_STREAMING_KERNEL(hpipe_math_exp_##suffix);     \
-    static constexpr auto log = HPIPE_STREAMING_KERNEL(hpipe_math_log_##suffix);     \
-    static constexpr auto erf = HPIPE_STREAMING_KERNEL(hpipe_math_erf_##suffix);     \
-    static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix);   \
-    static constexpr auto logsumexp_partial = HPIPE_KERNEL(partial);                 \
-    static constexpr auto logsumexp_columns_partial = HPIPE_KERNEL(columns_partial); \
+// input). logsumexp_rows_in_cache: logsumexp_cached_rows.
+#define HPIPE_MATH_KERNELS(T, suffix, partial, columns_partial)                                       \
+  template <>                                                                                         \
+  struct MathKernels<T> {                                                                             \
+    static constexpr auto exp = HPIPE_STREAMING_KERNEL(hpipe_math_exp_##suffix);                      \
+    static constexpr auto log = HPIPE_STREAMING_KERNEL(hpipe_math_log_##suffix);                      \
+    static constexpr auto erf = HPIPE_STREAMING_KERNEL(hpipe_math_erf_##suffix);                      \
+    static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix);                    \
+    static constexpr auto logsumexp_partial = HPIPE_KERNEL(partial);                                  \
+    static constexpr auto logsumexp_columns_partial = HPIPE_KERNEL(columns_partial);                  \
+    static constexpr auto logsumexp_rows_in_cache = HPIPE_KERNEL(hpipe_math_logsumexp_rows_##suffix); \
   };
 HPIPE_MATH_KERNELS(float, f32, hpipe_math_logsumexp_partial_f32, hpipe_math_logsumexp_columns_partial_f32)
 HPIPE_MATH_KERNELS(double, f64, hpipe_math_logsumexp_f64, hpipe_math_logsumexp_f64)
@@ -236,17 +237,17 @@ int normalized_axis(const char *op, int axis) {
 // One AVX-512 vector of float32: 10^4 rows of 10^4 took 34 ms, against 42 with 32 lanes and 55 with 64
 // (JIT, 2-core Zen 4, 2026-11-24).
 constexpr std::int64_t kRowLanes = 16;
-// Contiguous rows of at least kLanesFrom elements take the lanes path, shorter ones the short
-// rows' path below. Each of the partial kernel's rows folds whole chunks of 32 blocks of kRowLanes
-// (512 elements), and rows of a chunk ran at a quarter of the speed of rows of 16 chunks. 4 x 10^6
-// and 32 x 10^6 float32 elements as rows of n on the Zen 5 VM (from Python, medians of 31 calls,
-// 2026-11-29), lanes / short rows' path in ms: n = 512 3.1 / 1.3 and 23.3 / 12.1, 1024 1.9 / 1.2
-// and 15.1 / 12.3, 1536 1.5 / 1.1 and 12.9 / 12.5, 2048 1.3 / 1.2 and 9.9 / 13.5, 4096 0.9 / 1.3
-// and 8.1 / 13.6 (on the Zen 3 VM, with the transposes element by element, the lanes path had
-// been the faster from 768 on, about even at 512: docs/performance-notes.md). Rows of 2048 and
-// more exceed their chunks by less than a quarter.
-constexpr std::int64_t kLanesFrom = 4 * 32 * kRowLanes;
-// Fewer rows than this take the lanes path from kRowLanes elements on: the short rows' kernel
+// Contiguous rows of at least kLanesFrom elements take the lanes path (one pass over memory),
+// shorter ones of at least kRowsKernelFrom the rows kernel on the CPU (logsumexp_cached_rows: two
+// passes, the second from cache), the short rows' path below elsewhere. The rows kernel was the
+// faster at every length measured up to 10^5, but for a single float64 row (from Python, medians of 15-31 calls, Zen 5
+// VM, 2026-11-29, lanes path / rows kernel in ms: float32 2000 x 2048 1.25-1.58 / 0.69-0.71, 10^4 x 10^4 23.6-24.7
+// / 18.7-20.2, 64 x 10^5 1.32-1.52 / 1.02-1.11, one row of 10^5 0.036-0.048 / 0.024-0.025; float64 10^4 x 10^4 87-89 /
+// 48-50, 64 x 10^5 5.5-5.6 / 2.9-3.4, one row of 10^5 0.064-0.067 / 0.071-0.074). Longer rows (from 512 KiB of float32,
+// half a Zen 3 core's L2 and more) keep the lanes path, whose one pass suits rows that do not stay in cache.
+constexpr std::int64_t kLanesFrom = std::int64_t(1) << 17;
+// Fewer rows than this take the lanes path from kRowLanes elements on where the rows kernel does
+// not take them (float32 rows shorter than kRowsKernelFrom, and on CUDA): the short rows' kernel
 // would fill few of its vector lanes, and a single row cannot go that way (float32 rows of 512 to
 // 2047, lanes / short rows' path: 1 row 1.7-2.3 / 10-40 us, 8 rows 14-15 / 11-27, 16 rows 20-26 /
 // 5-16; float64 alike).
@@ -304,6 +305,32 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
     for (std::int64_t c = covered; c < n; c++) values.push_back(x[r * row_stride + c]);
     out[r * out_stride] = static_cast<T>(logsumexp_of(values));
   }
+}
+
+// logsumexp along contiguous rows of kRowsKernelFrom to kLanesFrom - 1 elements on the CPU, in one
+// call of the rows kernel: each row read in place and reduced in two passes, the second from cache
+// (its maximum, then its sum), by the same code whatever the call's rows. Against the transposes
+// of the short rows' path, 4 x 10^6 elements as rows of n (from Python, Zen 5 VM, 2026-11-29, ms):
+// float32 n = 16 1.5-1.9 / 2.3-2.7, 24 1.8 / 2.0-2.2, 32 1.39-1.62 / 1.30-1.34, 100 1.28-1.84 /
+// 0.92-0.93, 1000 1.09-1.52 / 0.67-0.69; float64 n = 16 4.0-4.9 / 3.1-3.3, 100 4.3-4.6 / 2.5-2.6,
+// 1000 3.6-4.1 / 1.9-2.2. From 16 elements on (the kernel's block: no shorter) for float64, from
+// 32 for float32.
+template <class T>
+constexpr std::int64_t kRowsKernelFrom = std::is_same_v<T, float> ? 2 * kRowLanes : kRowLanes;
+template <class T>
+void logsumexp_cached_rows(const char *op, const T *x, std::int64_t rows, std::int64_t row_stride, std::int64_t n,
+                           T *out, std::int64_t out_stride, const Options &options) {
+  // Calls of as many rows as keep x's and out's spans within a kernel buffer's (rows far apart: a
+  // few columns of a wide array).
+  const std::int64_t row_span = std::max({std::abs(row_stride), std::abs(out_stride), n}) * std::int64_t(sizeof(T));
+  detail::for_each_part(
+      rows, std::max<std::int64_t>(1, detail::kMostKernelBufferBytes / row_span),
+      [&](std::int64_t first, std::int64_t count) {
+        Call call(op, options);
+        auto xa = call.input("x", View<const T, 2>(x + first * row_stride, {count, n}, {row_stride, 1}));
+        auto oa = call.output("out", View<T, 1>(out + first * out_stride, {count}, {out_stride}));
+        call.run(MathKernels<T>::logsumexp_rows_in_cache, xa, oa);
+      });
 }
 
 // The column kernel's tasks are blocks of columns of one outer slice, each folding all n rows in
@@ -441,16 +468,26 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     return;
   }
   const bool host = x.memory() == Memory::host && out.memory() == Memory::host;
-  if (xi.extent == 1 && host && x.stride(axis) == 1 && rows_take_lanes(xo.extent, x.shape(axis)))
-    return logsumexp_rows(op, x.data(), xo.extent, xo.stride, x.shape(axis), out.data(), oo.stride, options);
+  // The backend from out (x in host memory runs anywhere; the short rows' path only gives the
+  // kernels transposes of it, so its span may pass a kernel's limits).
+  const auto on_cpu = [&] {
+    Call probe(op, options);
+    probe.output("out", out);
+    return !probe.uses_cuda();
+  };
+  const std::int64_t n = x.shape(axis);
+  if (xi.extent == 1 && host && x.stride(axis) == 1) {
+    if (n >= kRowsKernelFrom<T> && n < kLanesFrom && on_cpu())
+      return logsumexp_cached_rows(op, x.data(), xo.extent, xo.stride, n, out.data(), oo.stride, options);
+    if (rows_take_lanes(xo.extent, n))
+      return logsumexp_rows(op, x.data(), xo.extent, xo.stride, n, out.data(), oo.stride, options);
+  }
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
-    // The backend from out (x is host memory, which runs anywhere; only the tasks' transposes of it
-    // are kernel buffers, so its span may pass a kernel's limits).
-    if (Call probe(op, options); probe.output("out", out), !probe.uses_cuda())
+    if (on_cpu())
       return logsumexp_short_rows(op, detail::Rows<T>{x.data(), xo.stride, x.stride(axis)}, xo.extent, x.shape(axis),
                                   out.data(), oo.stride, options);
     // On CUDA: the transpose of all rows, (n, rows), on hpipe's threads, for one call.
-    const std::int64_t n = x.shape(axis), rows = xo.extent;
+    const std::int64_t rows = xo.extent;
     const detail::ScratchArray<T, 2> t({n, rows});
     const detail::Rows<T> x_rows{x.data(), xo.stride, x.stride(axis)};
     detail::for_each_run(rows, n * std::int64_t(sizeof(T)), 64, [&](std::int64_t first, std::int64_t end) {
