@@ -201,6 +201,14 @@ def w2_cases(uniform, cpu):
                 peers["scipy logsumexp"] = lambda axis=axis, xn=xn: special.logsumexp(xn, axis=axis)
             yield Case(f"W2 logsumexp {tag} axis {axis}", f"BM_logsumexp_{tag}/10000/10000/{axis}",
                        lambda x=x, axis=axis, out=out: hpipe.logsumexp(x, axis, out=out), peers, repeats=3)
+    # A softmax's normaliser: 4096 rows of 1000 classes along the last axis.
+    x = uniform(4096, 1000)
+    out = torch.empty(4096, device=x.device)
+    peers = {"torch.logsumexp": lambda x=x: torch.logsumexp(x, dim=1)}
+    if cpu and special:
+        peers["scipy logsumexp"] = lambda xn=x.numpy(): special.logsumexp(xn, axis=1)
+    yield Case("logsumexp f32 4096 x 1000 axis 1", "BM_logsumexp_f32/4096/1000/1",
+               lambda x=x, out=out: hpipe.logsumexp(x, 1, out=out), peers)
     # erf float64 of a normal CDF's arguments z / sqrt(2), z standard normal (erfinv of a uniform in
     # (-1, 1)): most vectors take erf's full form, where W2's inputs take its cheap one.
     x = torch.erfinv(uniform(10000, 10000, dtype=torch.float64, lo=-1.0, hi=1.0))

@@ -83,13 +83,14 @@ struct LogSumExp {
 LogSumExp logsumexp(Halide::Func x, Halide::Internal::Parameter input, Halide::Expr rows, LogSumExpChunks chunking,
                     Halide::Type out_type, LogSumExpReads reads);
 
-// logsumexp along contiguous rows x(k, r) of n >= `block` elements (k innermost; the runtime's
-// rows of 16 to 2047, softmax's normalizer), each row in two passes that read it from cache: its
+// logsumexp along contiguous rows x(k, r) of n >= `block` elements (k innermost; softmax's
+// normalizer: the runtime gives it rows that stay in cache), each row in two passes: its
 // maximum over blocks of `block` lanes, then its sum of exp(x - max), one shift for the row. A
 // row is n / block whole blocks and, where n is not a multiple, a tail block that ends at the
 // row's end (every load a whole vector), its lanes the whole blocks counted left out of the sum.
-// float32 terms in float lanes, two whole blocks' terms added in float before the sum in double
-// (the column kernel's bound); float64 terms in double, strict. The lanes' maxima and sums are
+// float32 terms in float lanes, the rounding of x - max carried into them (a row's terms share one
+// shift: its error would not average out), two whole blocks' terms added in float before the sum
+// in double; float64 terms in double, strict. The lanes' maxima and sums are
 // combined per row; NaN and infinities as logsumexp's.
 struct LogSumExpRows {
   int block = 0;

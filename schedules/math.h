@@ -30,7 +30,7 @@ inline alg::LogSumExpChunks logsumexp_chunks(const Halide::Target &target, const
 }
 
 // The rows kernel's block (alg::logsumexp_rows), not a knob: an AVX-512 vector of float32 (two of
-// float64, four of AVX2's float32 vectors); the runtime gives it rows of at least this many elements
+// float64, two of AVX2's float32 vectors); the runtime gives it rows of at least this many elements
 // (runtime/src/math.cpp, kRowLanes).
 constexpr int kLogSumExpRowBlock = 16;
 

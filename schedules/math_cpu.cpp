@@ -141,19 +141,26 @@ void schedule_cpu(alg::LogSumExp op, const Target &t, const MathLogSumExpCpuKnob
 }
 
 // logsumexp along rows (the rows kernel): a task is a run of whole rows of about kRowTaskElements
-// elements, taken kRowsTogether at a time: each row's maximum, sum and logarithm are a chain of
-// dependent steps (a row at a time, rows of 100 ran at a third of the speed of the transposes), so
-// the group's rows are reduced one after another and their results computed as vectors across the
-// rows; a block's lanes are vectorized (16 floats, one AVX-512 vector), so that the second pass
-// reads the row from L1, and combined by vector reductions. 16 rows together: hpipe_bench's
+// elements (or one longer row), taken kRowsTogether at a time: each row's maximum, sum and
+// logarithm are a chain of dependent steps (a row at a time, rows of 100 ran at a third of the
+// speed of the transposes), so the group's rows are reduced one after another and their results
+// computed as vectors across the rows; a block's lanes are vectorized (16 floats, one AVX-512
+// vector), so that the second pass reads the row from L1, and combined by vector reductions. 16
+// rows together: hpipe_bench's
 // BM_logsumexp_f32/125000/32/1 0.93-1.05 ms against 1.2 or 2.6 with 8 (either, by process: the
 // slow one not explained) and 1.10-1.23 with 32; 4096/1000/1 0.60-0.62 ms alike (Zen 5 VM,
-// 2026-11-29). The knobs are the column kernel's (this schedule reads none of them).
+// 2026-11-29; with float32's rounding of x - max carried since, 125000/32/1 1.19-1.32 ms and W2
+// along rows 21.2-22.1 ms, 83-87% of the lanes path's time). The knobs are the column kernel's
+// (this schedule reads none of them).
 constexpr int kRowTaskElements = 1 << 15, kRowsTogether = 16;
 
 void schedule_cpu(alg::LogSumExpRows op, const Target &, const MathLogSumExpCpuKnobs &) {
   Var r = arg(op.out, 0), task("task"), rows("rows"), group("group"), row("row");
-  Expr rows_per_task = max(1, kRowTaskElements / op.n / kRowsTogether) * kRowsTogether;
+  // Whole groups where a task holds one or more, else as many rows as kRowTaskElements allows (long
+  // rows: one a task at least, so that few rows still make a task each).
+  Expr rows_in_elements = kRowTaskElements / op.n;
+  Expr rows_per_task = select(rows_in_elements >= kRowsTogether, rows_in_elements / kRowsTogether * kRowsTogether,
+                              max(1, rows_in_elements));
   op.out.split(r, task, rows, rows_per_task, TailStrategy::GuardWithIf)
       .split(rows, group, row, kRowsTogether, TailStrategy::GuardWithIf)
       .parallel(task)

@@ -14,6 +14,8 @@
 #include <memory>
 #include <random>
 #include <sstream>
+#include <tuple>
+#include <type_traits>
 
 #include "cuda_memory.h"
 #include "reference/math_reference.h"
@@ -828,16 +830,18 @@ TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
   EXPECT_EQ(to_doubles(far_result), to_doubles(hpipe::logsumexp(near.view(), 1, {Device::cpu})));
 }
 
-// Contiguous rows of 32 (float64: 16) to 2047 take the rows kernel on the CPU: whole blocks of 16
-// (float32 in pairs, the last one alone where their count is odd) and a tail block that ends at the
-// row's end, whose lanes the whole blocks counted are left out of the sum. Lengths around those
-// cases, in several tasks and in part of a group of rows; each row's bits the same in a call of
-// that row alone (from 32 on) and at another row stride; special values in a whole block, in the
-// tail block's own lane and in a lane it shares with the whole blocks (the maximum there counted
-// once); rows farther apart than a kernel buffer spans.
+// Contiguous rows of 32 (float64: 16) to 131071 take the rows kernel on the CPU (but few rows of
+// 8192 and more): whole blocks of 16 (float32 in pairs, the last one alone where their count is
+// odd) and a tail block that ends at the row's end, whose lanes the whole blocks counted are left
+// out of the sum. Lengths around those cases, in several tasks and in part of a group of rows;
+// each row's bits the same in a call of that row alone and at another row stride; special values
+// in a whole block, in the tail block's own lane and in a lane it shares with the whole blocks
+// (the maximum there counted once); rows of many terms far below their maximum (the rounding of
+// x - max carried); rows farther apart than a kernel buffer spans.
 TYPED_TEST(MathTyped, LogSumExpAlongRowsInCache) {
   using T = TypeParam;
-  for (std::int64_t n : {16, 17, 31, 32, 33, 47, 48, 49, 100, 255, 1000, 2047}) {
+  const std::int64_t kernel_from = std::is_same_v<T, float> ? 32 : 16;  // the runtime's kRowsKernelFrom
+  for (std::int64_t n : {16, 17, 31, 32, 33, 47, 48, 49, 100, 255, 1000, 2047, 5000, 131071}) {
     const std::int64_t rows = 2 * (std::int64_t(1) << 15) / n + 5;
     const auto x = random_array<T, 2>({rows, n}, std::uint32_t(70 + n), -30.0, 30.0);
     check_logsumexp<T, 2>(x, 1);
@@ -847,7 +851,7 @@ TYPED_TEST(MathTyped, LogSumExpAlongRowsInCache) {
     const auto strided = hpipe::logsumexp(View<const T, 2>(padded.data(), {rows, n}, {n + 3, 1}), 1, {Device::cpu});
     ASSERT_EQ(0, std::memcmp(all.data(), strided.data(), sizeof(T) * std::size_t(rows))) << "rows of " << n;
     for (std::int64_t r : {std::int64_t(0), rows / 2, rows - 1}) {
-      if (n < 32) break;  // float32: the transposes, or the lanes path for a row alone
+      if (n < kernel_from || n >= 8192) break;  // alone: the lanes path
       const auto alone = hpipe::logsumexp(View<const T, 2>(&x(r, 0), {1, n}), 1, {Device::cpu});
       ASSERT_EQ(0, std::memcmp(&alone(0), &all(r), sizeof(T))) << "row " << r << " of " << n;
     }
@@ -869,6 +873,17 @@ TYPED_TEST(MathTyped, LogSumExpAlongRowsInCache) {
     x(10, shared) = T(-7.25);
     x(11, whole) = T(90), x(11, shared) = T(89);
     check_logsumexp<T, 2>(x, 1);
+  }
+  // Rows of one maximum and the rest a value below it whose difference to it rounds in float, by
+  // the most, with results near 0: every term's shift rounds alike (which alone gave 1.9, 2.1 and
+  // 3.8 times the tolerance). 32 rows: the rows kernel where there are up to 16 threads.
+  for (auto [n, below, top] : {std::tuple{255, -5.840691566467285, -1.340691328048706},
+                               std::tuple{4096, -8.411483764648438, -2.4114835262298584},
+                               std::tuple{131071, -11.820297241210938, -3.3202977180480957}}) {
+    Array<T, 2> far_below({32, n});
+    for (std::int64_t r = 0; r < 32; r++)
+      for (std::int64_t c = 0; c < n; c++) far_below(r, c) = T(c == r ? top : below);
+    check_logsumexp<T, 2>(far_below, 1);
   }
   // Rows far apart: x spans more than a kernel buffer may (2 GiB), so the rows go in several
   // calls. Address space only: a page of each row is touched (no huge pages).

@@ -252,6 +252,9 @@ constexpr std::int64_t kLanesFrom = std::int64_t(1) << 17;
 // 2047, lanes / short rows' path: 1 row 1.7-2.3 / 10-40 us, 8 rows 14-15 / 11-27, 16 rows 20-26 /
 // 5-16; float64 alike).
 constexpr std::int64_t kFewRows = 16;
+// The lanes path cuts a call's rows into segments of at least this many elements where it has
+// fewer than two rows per thread.
+constexpr std::int64_t kFewestSegmentElements = kRowLanes * 256;
 bool rows_take_lanes(std::int64_t rows, std::int64_t n) {
   return n >= kLanesFrom || (rows < kFewRows && n >= kRowLanes);
 }
@@ -281,7 +284,7 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
                     std::int64_t out_stride, const Options &options) {
   const std::int64_t workers = std::max(1, num_threads());
   const std::int64_t segments =
-      rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / (kRowLanes * 256), 1, 16 * workers);
+      rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / kFewestSegmentElements, 1, 16 * workers);
   const std::int64_t blocks = n / (segments * kRowLanes), covered = segments * blocks * kRowLanes;
   // Partial results: (row, segment, lane).
   const detail::ScratchArray<double, 2> partial({rows * segments, kRowLanes});
@@ -317,12 +320,19 @@ void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t 
 // 32 for float32.
 template <class T>
 constexpr std::int64_t kRowsKernelFrom = std::is_same_v<T, float> ? 2 * kRowLanes : kRowLanes;
+// The rows kernel's rows on the CPU: from kRowsKernelFrom to kLanesFrom - 1 elements, but where
+// the lanes path would cut them into segments (few long rows: the rows kernel's tasks are whole
+// rows, so fewer rows than threads would leave threads idle).
+template <class T>
+bool rows_kernel_takes(std::int64_t rows, std::int64_t n) {
+  return n >= kRowsKernelFrom<T> && n < kLanesFrom && (rows >= 2 * num_threads() || n < 2 * kFewestSegmentElements);
+}
 template <class T>
 void logsumexp_cached_rows(const char *op, const T *x, std::int64_t rows, std::int64_t row_stride, std::int64_t n,
                            T *out, std::int64_t out_stride, const Options &options) {
-  // Calls of as many rows as keep x's and out's spans within a kernel buffer's (rows far apart: a
-  // few columns of a wide array).
-  const std::int64_t row_span = std::max({std::abs(row_stride), std::abs(out_stride), n}) * std::int64_t(sizeof(T));
+  // Calls of as many rows as keep x's span within a kernel buffer's (rows far apart: a few columns
+  // of a wide array; out's span is checked before, whole).
+  const std::int64_t row_span = std::max(std::abs(row_stride), n) * std::int64_t(sizeof(T));
   detail::for_each_part(
       rows, std::max<std::int64_t>(1, detail::kMostKernelBufferBytes / row_span),
       [&](std::int64_t first, std::int64_t count) {
@@ -477,7 +487,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
   };
   const std::int64_t n = x.shape(axis);
   if (xi.extent == 1 && host && x.stride(axis) == 1) {
-    if (n >= kRowsKernelFrom<T> && n < kLanesFrom && on_cpu())
+    if (rows_kernel_takes<T>(xo.extent, n) && on_cpu())
       return logsumexp_cached_rows(op, x.data(), xo.extent, xo.stride, n, out.data(), oo.stride, options);
     if (rows_take_lanes(xo.extent, n))
       return logsumexp_rows(op, x.data(), xo.extent, xo.stride, n, out.data(), oo.stride, options);

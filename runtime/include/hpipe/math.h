@@ -39,30 +39,30 @@
 //
 // logsumexp(x, axis) = log(sum(exp(x), axis)), computed like scipy.special.logsumexp(x, axis):
 // shifted by the maximum; a row of all -inf gives -inf, any +inf entry gives +inf, NaN propagates.
-// It reads x once (chunks of rows are folded into a running (max, sum) per output element) and
-// accumulates in double. float32 result: within 1 ULP plus 2^-23 absolute of the exact value (the
-// terms exp(x - max) are computed in float lanes, each within about 2^-24 relative, and added in
-// pairs in float, another 2^-24, before the sum in double; this shows only where the result
-// nearly cancels to 0: 2^-23.8 measured there, and at most 0.54 of this bound anywhere);
-// float64: within (n + 4) 2^-53 (1 + |result|) for a reduction of n elements. The output has x's
-// shape without `axis` (scipy's keepdims=False); negative axes count from the end. Reducing the
-// last (contiguous) axis reads rows of at least 16 elements in place: on the CPU, rows of 32
-// (float64: 16) to 131071 each in two passes, the second from cache (its maximum, then its sum of
-// exp(x - max), in blocks of 16 lanes), by the same code whatever the call's rows; rows of 131072
-// or more, and fewer than 16 rows of other lengths from 16 on, as blocks of 16 lanes whose 16
-// partial results per row are combined in double with the row's other elements. Other (shorter or
-// strided) rows are transposed a few thousand at a time into scratch that stays in cache (on
-// CUDA: all of x, for one call). So a float32 row of 16 to 31 elements (on CUDA of 16 to 131071)
-// can differ in the last bit (within the bounds above) between a call with fewer than 16 rows and
-// one with more. A call
-// with fewer than two rows of the lanes' kind per thread cuts them into segments, each with its partial results, so that every thread has
-// work: those results can differ in the last bit from a call with another thread count or more
-// rows. On the CPU, a
-// reduction of 1024 elements or more down columns (any axis but the last), or along rows that are
-// transposed (above), is cut into segments by its length alone, whose partial results are combined
-// in double, so that every thread has work however few the columns. Every other result (these
-// included) is the same bits whatever the threads, the other columns and slices of the call, and
-// wherever x lies in memory.
+// It reads x from memory once (chunks of rows are folded into a running (max, sum) per output
+// element; rows that stay in cache are read a second time from there) and accumulates in double.
+// float32 result: within 1 ULP plus 2^-23 absolute of the exact value (the terms exp(x - max) are
+// computed in float lanes, each within about 2^-24 relative, and added in pairs in float, another
+// 2^-24, before the sum in double; this shows only where the result nearly cancels to 0: 2^-23.8
+// measured there, and at most 0.54 of this bound anywhere); float64: within (n + 4) 2^-53 (1 +
+// |result|) for a reduction of n elements. The output has x's shape without `axis` (scipy's
+// keepdims=False); negative axes count from the end. Reducing the last (contiguous) axis reads
+// rows of at least 16 elements in place: on the CPU, rows of 32 (float64: 16) to 131071 each in
+// two passes, the second from cache (its maximum, then its sum of exp(x - max), in blocks of 16
+// lanes), by the same code whatever the call's rows, but rows of 8192 or more in a call of fewer
+// than two rows per thread; those, rows of 131072 or more and fewer than 16 rows of other lengths
+// from 16 on as blocks of 16 lanes whose 16 partial results per row are combined in double with
+// the row's other elements. A call with fewer than two such rows per thread cuts them into
+// segments, each with its partial results, so that every thread has work: those results can
+// differ in the last bit from a call with another thread count or more rows. Other (shorter or
+// strided) rows are transposed a few thousand at a time into scratch that stays in cache (on CUDA:
+// all of x, for one call); so a float32 row of 16 to 31 elements (on CUDA of 16 to 131071) can
+// differ in the last bit (within the bounds above) between a call with fewer than 16 rows and one
+// with more. On the CPU, a reduction of 1024 elements or more down columns (any axis but the
+// last), or along rows that are transposed (above), is cut into segments by its length alone,
+// whose partial results are combined in double, so that every thread has work however few the
+// columns. Every other result (these included) is the same bits whatever the threads, the other
+// columns and slices of the call, and wherever x lies in memory.
 #pragma once
 
 #include <cstdint>
