@@ -778,6 +778,24 @@ TYPED_TEST(MathTyped, LogSumExpRisingAlongTheAxis) {
 // its own: many short rows (several tasks, the last one shorter), the same into a strided out (the
 // same bits, the gaps untouched), rows of 1 to 2047, and rows read with a column stride of 2 (long
 // rows: tasks of 64).
+// 20000 rows of n elements 32768 apart, so that x spans more than a kernel buffer may (2 GiB),
+// along the last axis: the same bits as the dense rows'. Address space only: a page of each row is
+// touched (no huge pages).
+template <class T>
+void check_logsumexp_of_rows_far_apart(std::int64_t n, std::uint32_t seed) {
+  constexpr std::int64_t rows = 20000, row_stride = 32768;
+  const std::size_t bytes = std::size_t(rows * row_stride) * sizeof(T);
+  void *space = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(space, MAP_FAILED);
+  const std::unique_ptr<void, std::function<void(void *)>> unmap(space, [bytes](void *p) { munmap(p, bytes); });
+  madvise(space, bytes, MADV_NOHUGEPAGE);
+  T *far = static_cast<T *>(space);
+  const auto near = random_array<T, 2>({rows, n}, seed, -5.0, 5.0);
+  for (std::int64_t r = 0; r < rows; r++) std::copy_n(&near(r, 0), n, far + r * row_stride);
+  const auto far_result = hpipe::logsumexp(View<const T, 2>(far, {rows, n}, {row_stride, 1}), 1, {Device::cpu});
+  EXPECT_EQ(to_doubles(far_result), to_doubles(hpipe::logsumexp(near.view(), 1, {Device::cpu})));
+}
+
 TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
   using T = TypeParam;
   const auto many = random_array<T, 2>({20011, 7}, 44, -30.0, 30.0);
@@ -815,19 +833,8 @@ TYPED_TEST(MathTyped, LogSumExpOfManyShortOrStridedRows) {
   EXPECT_TRUE(
       all_near(to_doubles(got), reference::logsumexp(to_doubles(picked), 200, 1500, 1), tolerance::logsumexp<T>(1500)));
 
-  // Rows far apart: x spans more than a kernel buffer may (2 GiB), but only the tasks' transposes
-  // are kernel buffers. Address space only: a page of each row is touched (no huge pages).
-  constexpr std::int64_t rows = 20000, row_stride = 32768;
-  const std::size_t bytes = std::size_t(rows * row_stride) * sizeof(T);
-  void *space = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(space, MAP_FAILED);
-  const std::unique_ptr<void, std::function<void(void *)>> unmap(space, [bytes](void *p) { munmap(p, bytes); });
-  madvise(space, bytes, MADV_NOHUGEPAGE);
-  T *far = static_cast<T *>(space);
-  const auto near = random_array<T, 2>({rows, 10}, 46, -5.0, 5.0);
-  for (std::int64_t r = 0; r < rows; r++) std::copy_n(&near(r, 0), 10, far + r * row_stride);
-  const auto far_result = hpipe::logsumexp(View<const T, 2>(far, {rows, 10}, {row_stride, 1}), 1, {Device::cpu});
-  EXPECT_EQ(to_doubles(far_result), to_doubles(hpipe::logsumexp(near.view(), 1, {Device::cpu})));
+  // Rows far apart: only the tasks' transposes are kernel buffers.
+  check_logsumexp_of_rows_far_apart<T>(10, 46);
 }
 
 // Contiguous rows of 32 (float64: 16) to 131071 take the rows kernel on the CPU (but few rows of
@@ -885,19 +892,8 @@ TYPED_TEST(MathTyped, LogSumExpAlongRowsInCache) {
       for (std::int64_t c = 0; c < n; c++) far_below(r, c) = T(c == r ? top : below);
     check_logsumexp<T, 2>(far_below, 1);
   }
-  // Rows far apart: x spans more than a kernel buffer may (2 GiB), so the rows go in several
-  // calls. Address space only: a page of each row is touched (no huge pages).
-  constexpr std::int64_t rows = 20000, row_stride = 32768, n = 100;
-  const std::size_t bytes = std::size_t(rows * row_stride) * sizeof(T);
-  void *space = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  ASSERT_NE(space, MAP_FAILED);
-  const std::unique_ptr<void, std::function<void(void *)>> unmap(space, [bytes](void *p) { munmap(p, bytes); });
-  madvise(space, bytes, MADV_NOHUGEPAGE);
-  T *far = static_cast<T *>(space);
-  const auto near = random_array<T, 2>({rows, n}, 99, -5.0, 5.0);
-  for (std::int64_t r = 0; r < rows; r++) std::copy_n(&near(r, 0), n, far + r * row_stride);
-  const auto far_result = hpipe::logsumexp(View<const T, 2>(far, {rows, n}, {row_stride, 1}), 1, {Device::cpu});
-  EXPECT_EQ(to_doubles(far_result), to_doubles(hpipe::logsumexp(near.view(), 1, {Device::cpu})));
+  // Rows far apart: the rows kernel's calls take as many rows as a kernel buffer spans.
+  check_logsumexp_of_rows_far_apart<T>(100, 99);
 }
 
 TYPED_TEST(MathTyped, LogSumExpOfVectorAndStridedViews) {
