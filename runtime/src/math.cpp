@@ -31,19 +31,19 @@ namespace {
 template <class T>
 struct MathKernels;
 
-// logsumexp_partial (contiguous rows, logsumexp_rows) and logsumexp_columns_partial (segments of
+// logsumexp_partial (contiguous rows, logsumexp_row_lanes) and logsumexp_columns_partial (segments of
 // columns, logsumexp_column_part): x's type in, double out (float64 partial results of float32
-// input). logsumexp_rows_in_cache: logsumexp_cached_rows.
-#define HPIPE_MATH_KERNELS(T, suffix, partial, columns_partial)                                       \
-  template <>                                                                                         \
-  struct MathKernels<T> {                                                                             \
-    static constexpr auto exp = HPIPE_STREAMING_KERNEL(hpipe_math_exp_##suffix);                      \
-    static constexpr auto log = HPIPE_STREAMING_KERNEL(hpipe_math_log_##suffix);                      \
-    static constexpr auto erf = HPIPE_STREAMING_KERNEL(hpipe_math_erf_##suffix);                      \
-    static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix);                    \
-    static constexpr auto logsumexp_partial = HPIPE_KERNEL(partial);                                  \
-    static constexpr auto logsumexp_columns_partial = HPIPE_KERNEL(columns_partial);                  \
-    static constexpr auto logsumexp_rows_in_cache = HPIPE_KERNEL(hpipe_math_logsumexp_rows_##suffix); \
+// input). logsumexp_rows (the rows kernel): logsumexp_cached_rows.
+#define HPIPE_MATH_KERNELS(T, suffix, partial, columns_partial)                              \
+  template <>                                                                                \
+  struct MathKernels<T> {                                                                    \
+    static constexpr auto exp = HPIPE_STREAMING_KERNEL(hpipe_math_exp_##suffix);             \
+    static constexpr auto log = HPIPE_STREAMING_KERNEL(hpipe_math_log_##suffix);             \
+    static constexpr auto erf = HPIPE_STREAMING_KERNEL(hpipe_math_erf_##suffix);             \
+    static constexpr auto logsumexp = HPIPE_KERNEL(hpipe_math_logsumexp_##suffix);           \
+    static constexpr auto logsumexp_partial = HPIPE_KERNEL(partial);                         \
+    static constexpr auto logsumexp_columns_partial = HPIPE_KERNEL(columns_partial);         \
+    static constexpr auto logsumexp_rows = HPIPE_KERNEL(hpipe_math_logsumexp_rows_##suffix); \
   };
 HPIPE_MATH_KERNELS(float, f32, hpipe_math_logsumexp_partial_f32, hpipe_math_logsumexp_columns_partial_f32)
 HPIPE_MATH_KERNELS(double, f64, hpipe_math_logsumexp_f64, hpipe_math_logsumexp_f64)
@@ -280,8 +280,8 @@ double logsumexp_of(const std::vector<double> &v) {
 }
 
 template <class T>
-void logsumexp_rows(const char *op, const T *x, std::int64_t rows, std::int64_t row_stride, std::int64_t n, T *out,
-                    std::int64_t out_stride, const Options &options) {
+void logsumexp_row_lanes(const char *op, const T *x, std::int64_t rows, std::int64_t row_stride, std::int64_t n, T *out,
+                         std::int64_t out_stride, const Options &options) {
   const std::int64_t workers = std::max(1, num_threads());
   const std::int64_t segments =
       rows >= 2 * workers ? 1 : std::clamp<std::int64_t>(n / kFewestSegmentElements, 1, 16 * workers);
@@ -339,7 +339,7 @@ void logsumexp_cached_rows(const char *op, const T *x, std::int64_t rows, std::i
         Call call(op, options);
         auto xa = call.input("x", View<const T, 2>(x + first * row_stride, {count, n}, {row_stride, 1}));
         auto oa = call.output("out", View<T, 1>(out + first * out_stride, {count}, {out_stride}));
-        call.run(MathKernels<T>::logsumexp_rows_in_cache, xa, oa);
+        call.run(MathKernels<T>::logsumexp_rows, xa, oa);
       });
 }
 
@@ -490,7 +490,7 @@ void logsumexp_impl(View<const T, N> x, int axis, View<T, N - 1> out, const Opti
     if (rows_kernel_takes<T>(xo.extent, n) && on_cpu())
       return logsumexp_cached_rows(op, x.data(), xo.extent, xo.stride, n, out.data(), oo.stride, options);
     if (rows_take_lanes(xo.extent, n))
-      return logsumexp_rows(op, x.data(), xo.extent, xo.stride, n, out.data(), oo.stride, options);
+      return logsumexp_row_lanes(op, x.data(), xo.extent, xo.stride, n, out.data(), oo.stride, options);
   }
   if (xi.extent == 1 && xo.extent > 1 && x.memory() == Memory::host) {
     if (on_cpu())
